@@ -1,0 +1,89 @@
+// `npm run bench`: Keel's read routes under autocannon against a bare node:http
+// server answering the same bytes, measured in the same run. Prints a Markdown
+// table to paste into bench/RESULTS.md.
+import autocannon from 'autocannon'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { packageRoot } from '../src/paths.js'
+import { serializationBench } from './serialize.js'
+import type { XoRecord } from '../src/driver/types.js'
+
+const duration = Number(process.env['BENCH_DURATION'] ?? 10)
+const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50)
+const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
+const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0
+
+function start(script: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const node = [process.execPath, join(packageRoot, 'dist/bench', script), ...args]
+  // The server gets core 0 and the load generator the rest, as in the notes' pinned series.
+  const [command, ...rest] = pin ? ['taskset', '-c', '0', ...node] : node
+  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'inherit'] })
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)))
+    createInterface({ input: child.stdout! }).once('line', (url) => resolve({ child, url }))
+  })
+}
+
+interface Measure {
+  readonly requests: number
+  readonly p99: number
+  readonly errors: number
+}
+
+async function load(url: string, headers: Record<string, string>): Promise<Measure> {
+  await autocannon({ url, connections, duration: Math.min(3, duration), headers })
+  const result = await autocannon({ url, connections, duration, headers })
+  return { requests: result.requests.average, p99: result.latency.p99, errors: result.errors + result.non2xx }
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keel-bench-'))
+  const children: ChildProcess[] = []
+  try {
+    process.stdout.write(`# ${vmCount} VMs, ${connections} connections, ${duration} s per run, ${cpus().length} cores, node ${process.version}, pinned: ${pin}\n\n`)
+    const keel = await start('serve-keel.js', [dataDir, String(vmCount), String(Math.max(3, Math.round(vmCount / 200)))])
+    children.push(keel.child)
+    const auth = { authorization: 'Basic ' + Buffer.from('admin@admin.net:bench-password').toString('base64') }
+    const created = await fetch(`${keel.url}/rest/v0/users/me/authentication_tokens`, { method: 'POST', headers: auth })
+    const token = ((await created.json()) as { token: { id: string } }).token.id
+    const headers = { cookie: `authenticationToken=${token}` }
+
+    const all = (await (await fetch(`${keel.url}/rest/v0/vms?fields=*`, { headers })).json()) as Array<XoRecord & { href: string }>
+    const vm = all.find((candidate) => candidate.power_state === 'Running') ?? all[0]
+    if (vm === undefined) throw new Error('no VM in the generated lab')
+
+    const cases = [
+      { name: 'list running VMs, 3 fields', path: '/rest/v0/vms?fields=name_label,power_state,$container&filter=power_state:Running' },
+      { name: 'one VM', path: `/rest/v0/vms/${vm.id}` },
+    ]
+    const rows: string[] = []
+    for (const item of cases) {
+      const response = await fetch(keel.url + item.path, { headers })
+      const bytes = Buffer.from(await response.arrayBuffer())
+      const file = join(dataDir, 'body.bin')
+      writeFileSync(file, bytes)
+      const bare = await start('serve-bare.js', [file, response.headers.get('content-type') ?? 'application/json'])
+      children.push(bare.child)
+      const keelResult = await load(keel.url + item.path, headers)
+      const bareResult = await load(bare.url + '/', {})
+      bare.child.kill('SIGTERM')
+      rows.push(
+        `| ${item.name} (${bytes.length} B) | ${keelResult.requests.toFixed(0)} | ${keelResult.p99} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${keelResult.errors + bareResult.errors} |`,
+      )
+    }
+    process.stdout.write('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | errors |\n|---|---|---|---|---|---|---|\n')
+    process.stdout.write(rows.join('\n') + '\n\n')
+
+    const vms = all.map(({ href: _href, ...record }) => record as XoRecord)
+    process.stdout.write(`Serialization of all ${vms.length} VMs (µs per listing, in-process):\n\n| method | µs/op |\n|---|---|\n`)
+    for (const result of serializationBench(vms)) process.stdout.write(`| ${result.name} | ${result.microsPerOp.toFixed(0)} |\n`)
+  } finally {
+    for (const child of children) child.kill('SIGTERM')
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+await main()

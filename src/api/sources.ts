@@ -1,0 +1,21 @@
+import type { TObject } from '@sinclair/typebox'
+import type { XoRecord } from '../driver/types.js'
+
+/**
+ * One REST collection: where its records come from and how access control
+ * names them. The read routes are generated from this list, so adding a
+ * collection is adding a source.
+ */
+export interface CollectionSource {
+  /** path segment under /rest/v0 */
+  readonly name: string
+  /** the records' `type`, used in 404 bodies (`no such VM <id>`) */
+  readonly type: string
+  /** access-control resource (spec 2) */
+  readonly resource: string
+  readonly schema: TObject
+  /** users may read their own record (`/users/<own id>`) without the read privilege */
+  readonly selfReadable?: true
+  list(): Iterable<XoRecord>
+  get(id: string): XoRecord | undefined
+}

@@ -1,0 +1,132 @@
+import { Type } from '@sinclair/typebox'
+import type { Directory, UserPatch } from '../auth/users.js'
+import { forbidden, noSuchObject } from '../errors.js'
+import { sendCreated, sendNoContent } from '../http/reply.js'
+import { defineRoute, type RouteDef } from '../http/route.js'
+import { BodyErrorResponses, CreatedSchema } from '../http/schemas.js'
+import { CreateUserBody, GroupBody, UpdateUserBody } from '../model/directory.js'
+import { BASE } from './read.js'
+
+const IdParams = Type.Object({ id: Type.String() })
+const NoContent = { description: 'Done' }
+
+export function userRoutes(directory: Directory): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'POST',
+      path: `${BASE}/users`,
+      operationId: 'create-user',
+      summary: 'Create a user',
+      tags: ['users'],
+      access: { privilege: { resource: 'user', action: 'create' } },
+      body: CreateUserBody,
+      bodyRequired: true,
+      responses: { 201: { description: 'Created', schema: CreatedSchema }, ...BodyErrorResponses },
+      handler: async ({ res, body }) => {
+        const id = await directory.createUser(body as { email: string; password: string })
+        sendCreated(res, id, `${BASE}/users/${id}`)
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: `${BASE}/users/:id`,
+      operationId: 'update-user',
+      summary: 'Change a user (only the fields given)',
+      tags: ['users'],
+      access: { privilege: { resource: 'user', action: 'update' } },
+      params: IdParams,
+      body: UpdateUserBody,
+      bodyRequired: true,
+      responses: { 204: NoContent, ...BodyErrorResponses },
+      handler: async ({ res, params, body }) => {
+        await directory.updateUser(params['id'] as string, body as UserPatch)
+        sendNoContent(res)
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: `${BASE}/users/:id`,
+      operationId: 'delete-user',
+      summary: 'Delete a user and their tokens',
+      tags: ['users'],
+      access: { privilege: { resource: 'user', action: 'delete' } },
+      params: IdParams,
+      responses: { 204: NoContent, ...BodyErrorResponses },
+      handler: ({ res, params, principal }) => {
+        const id = params['id'] as string
+        if (directory.user(id) === undefined) throw noSuchObject(id, 'user')
+        if (id === principal?.id) throw forbidden('a user cannot delete itself')
+        directory.deleteUser(id)
+        sendNoContent(res)
+      },
+    }),
+  ]
+}
+
+export function groupRoutes(directory: Directory): RouteDef[] {
+  const MemberParams = Type.Object({ id: Type.String(), userId: Type.String() })
+  const membership = (method: 'PUT' | 'DELETE'): RouteDef =>
+    defineRoute({
+      method,
+      path: `${BASE}/groups/:id/users/:userId`,
+      operationId: method === 'PUT' ? 'add-group-member' : 'remove-group-member',
+      summary: method === 'PUT' ? 'Add a user to a group (idempotent)' : 'Remove a user from a group (idempotent)',
+      tags: ['groups'],
+      access: { privilege: { resource: 'group', action: 'update:users' } },
+      params: MemberParams,
+      responses: { 204: NoContent, ...BodyErrorResponses },
+      handler: ({ res, params }) => {
+        directory.setMembership(params['id'] as string, params['userId'] as string, method === 'PUT')
+        sendNoContent(res)
+      },
+    })
+  return [
+    defineRoute({
+      method: 'POST',
+      path: `${BASE}/groups`,
+      operationId: 'create-group',
+      summary: 'Create a group',
+      tags: ['groups'],
+      access: { privilege: { resource: 'group', action: 'create' } },
+      body: GroupBody,
+      bodyRequired: true,
+      responses: { 201: { description: 'Created', schema: CreatedSchema }, ...BodyErrorResponses },
+      handler: ({ res, body }) => {
+        const id = directory.createGroup((body as { name: string }).name)
+        sendCreated(res, id, `${BASE}/groups/${id}`)
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: `${BASE}/groups/:id`,
+      operationId: 'update-group',
+      summary: 'Rename a group',
+      tags: ['groups'],
+      access: { privilege: { resource: 'group', action: 'update:name' } },
+      params: IdParams,
+      body: GroupBody,
+      bodyRequired: true,
+      responses: { 204: NoContent, ...BodyErrorResponses },
+      handler: ({ res, params, body }) => {
+        directory.renameGroup(params['id'] as string, (body as { name: string }).name)
+        sendNoContent(res)
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: `${BASE}/groups/:id`,
+      operationId: 'delete-group',
+      summary: 'Delete a group',
+      tags: ['groups'],
+      access: { privilege: { resource: 'group', action: 'delete' } },
+      params: IdParams,
+      responses: { 204: NoContent, ...BodyErrorResponses },
+      handler: ({ res, params }) => {
+        directory.deleteGroup(params['id'] as string)
+        sendNoContent(res)
+      },
+    }),
+    membership('PUT'),
+    membership('DELETE'),
+  ]
+}

@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { pino, type Logger } from 'pino'
+import { collectionSources } from './api/collections.js'
+import { docsRoutes } from './api/docs.js'
+import { buildOpenApi } from './api/openapi.js'
+import { readRoutes } from './api/read.js'
+import { meRoutes, tokenRoutes } from './api/tokens.js'
+import { groupRoutes, userRoutes } from './api/users.js'
+import { Authenticator } from './auth/authenticate.js'
+import { TokenStore } from './auth/tokens.js'
+import { Directory } from './auth/users.js'
+import type { Config } from './config/config.js'
+import { LabDriver } from './driver/lab/driver.js'
+import type { LabSpec } from './driver/lab/spec.js'
+import type { Driver } from './driver/types.js'
+import { EventBus } from './events/bus.js'
+import { JsonCache } from './http/json-cache.js'
+import type { RouteDef } from './http/route.js'
+import { Router } from './http/router.js'
+import { createHttpServer } from './http/server.js'
+import { openDatabase, type Db } from './store/database.js'
+
+export interface AppOptions {
+  readonly dataDir: string
+  readonly config: Config
+  readonly clock?: () => number
+  readonly logger?: Logger
+  /** where the generated administrator password is shown once (stderr by default) */
+  readonly announce?: (line: string) => void
+  readonly adminEmail?: string
+  readonly adminPassword?: string
+  /** lab content to seed instead of the demo fixture */
+  readonly labSpec?: LabSpec
+  /** routes added beside Keel's own (extensions, and tests of the HTTP layer) */
+  readonly extraRoutes?: readonly RouteDef[]
+}
+
+export interface App {
+  readonly server: Server
+  readonly db: Db
+  readonly directory: Directory
+  readonly tokens: TokenStore
+  readonly driver: Driver
+  readonly bus: EventBus
+  readonly log: Logger
+  listen(port: number, host: string): Promise<string>
+  close(): Promise<void>
+}
+
+const JSON_CACHE_BYTES = 256 * 1024 * 1024
+
+/** The key that derives secrets of client-bound tokens; kept apart from the database file. */
+function loadClientKey(dataDir: string): Buffer {
+  const file = join(dataDir, 'client-token.key')
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32), { mode: 0o600, flag: 'wx' })
+  return readFileSync(file)
+}
+
+async function ensureAdministrator(directory: Directory, options: AppOptions, log: Logger): Promise<void> {
+  if (directory.userCount() > 0) return
+  const email = options.adminEmail ?? 'admin@admin.net'
+  let password = options.adminPassword
+  if (password === undefined || password === '') {
+    password = randomBytes(18).toString('base64url')
+    const announce = options.announce ?? ((line: string) => process.stderr.write(line + '\n'))
+    announce(`keel: created administrator ${email} with password ${password} (shown once; change it with PATCH /rest/v0/users/<id>)`)
+  }
+  await directory.createUser({ email, password, permission: 'admin' })
+  log.info({ email }, 'created the first administrator')
+}
+
+export async function createApp(options: AppOptions): Promise<App> {
+  const clock = options.clock ?? Date.now
+  const log = options.logger ?? pino({ level: options.config.log.level }, pino.destination({ fd: 2, sync: false }))
+  const db = openDatabase(options.dataDir)
+  const bus = new EventBus((error) => log.error({ err: error }, 'event listener failed'))
+  const directory = new Directory(db, bus, clock)
+  await ensureAdministrator(directory, options, log)
+  const tokens = new TokenStore(db, loadClientKey(options.dataDir), clock)
+  tokens.pruneExpired()
+  const admin = [...directory.users()].find((user) => user.permission === 'admin')
+  const driver = new LabDriver(db, {
+    creatorId: admin?.id ?? '',
+    clock,
+    ...(options.labSpec === undefined ? {} : { spec: options.labSpec }),
+  })
+  await driver.open()
+  const unsubscribeDriver = driver.subscribe((change) => bus.publish(change))
+
+  const cache = new JsonCache(JSON_CACHE_BYTES)
+  const router = new Router()
+  const sources = collectionSources({
+    driver,
+    directory,
+    tasks: { list: () => [], get: () => undefined },
+  })
+  let openApiText = ''
+  const routes: RouteDef[] = [
+    ...docsRoutes(() => openApiText),
+    ...meRoutes(),
+    ...sources.flatMap((source) => readRoutes(source, { cache })),
+    ...userRoutes(directory),
+    ...groupRoutes(directory),
+    ...tokenRoutes(tokens, options.config.authentication),
+    ...(options.extraRoutes ?? []),
+  ]
+  for (const route of routes) router.add(route)
+  openApiText = JSON.stringify(
+    buildOpenApi(routes, {
+      title: 'Keel REST API',
+      version: '0',
+      description: 'Wire-compatible with the Xen Orchestra REST API v0. Authenticate with Basic (email and password) or the `authenticationToken` cookie.',
+    }),
+  )
+
+  const authenticator = new Authenticator(directory, tokens, { failureDelay: options.config.authentication.failedLoginDelay })
+  const server = createHttpServer({
+    router,
+    authenticator,
+    log,
+    maxJsonBodySize: options.config.http.maxJsonBodySize,
+  })
+
+  let closed = false
+  return {
+    server,
+    db,
+    directory,
+    tokens,
+    driver,
+    bus,
+    log,
+    listen: (port, host) =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(port, host, () => {
+          server.off('error', reject)
+          const address = server.address() as AddressInfo
+          const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
+          resolve(`http://${shownHost}:${address.port}`)
+        })
+      }),
+    close: async () => {
+      if (closed) return
+      closed = true
+      // Stop accepting, let in-flight requests finish, then cut what is still open.
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
+      server.closeIdleConnections()
+      const grace = setTimeout(() => server.closeAllConnections(), 5000)
+      grace.unref()
+      if (server.listening) await stopped
+      clearTimeout(grace)
+      unsubscribeDriver()
+      await driver.close()
+      db.close()
+    },
+  }
+}

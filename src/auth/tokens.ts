@@ -1,0 +1,132 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { Db } from '../store/database.js'
+import { noSuchObject } from '../errors.js'
+
+export interface CreatedToken {
+  /** the secret to present as the `authenticationToken` cookie */
+  readonly id: string
+  /** non-secret handle used to list and revoke the token */
+  readonly identifier: string
+  readonly user_id: string
+  readonly created_at: number
+  readonly expiration: number
+  readonly description?: string
+  readonly client?: { readonly id: string }
+}
+
+export type ListedToken = Omit<CreatedToken, 'id'>
+
+interface TokenRow {
+  secret_hash: string
+  identifier: string
+  user_id: string
+  created_at: number
+  expiration: number
+  description: string | null
+  client_id: string | null
+}
+
+const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('base64url')
+
+function toListed(row: TokenRow): ListedToken {
+  return {
+    identifier: row.identifier,
+    user_id: row.user_id,
+    created_at: row.created_at,
+    expiration: row.expiration,
+    ...(row.description === null ? {} : { description: row.description }),
+    ...(row.client_id === null ? {} : { client: { id: row.client_id } }),
+  }
+}
+
+/**
+ * Authentication tokens. Only a SHA-256 of each secret is stored, so the
+ * database alone never yields a usable token. Tokens bound to a `client.id`
+ * must be handed out again on reuse, so their secret is derived from the
+ * identifier with a key kept in its own file (`clientKey`) rather than stored.
+ */
+export class TokenStore {
+  readonly #db: Db
+  readonly #clientKey: Buffer
+  readonly #clock: () => number
+
+  constructor(db: Db, clientKey: Buffer, clock: () => number) {
+    this.#db = db
+    this.#clientKey = clientKey
+    this.#clock = clock
+  }
+
+  create(input: { userId: string; validity: number; description?: string; clientId?: string }): CreatedToken {
+    const now = this.#clock()
+    const expiration = now + input.validity
+    return this.#db.transaction((): CreatedToken => {
+      if (input.clientId !== undefined) {
+        const existing = this.#db
+          .prepare('SELECT * FROM tokens WHERE user_id = ? AND client_id = ?')
+          .get(input.userId, input.clientId) as TokenRow | undefined
+        if (existing !== undefined && existing.expiration > now) {
+          this.#db
+            .prepare('UPDATE tokens SET expiration = ?, description = COALESCE(?, description) WHERE secret_hash = ?')
+            .run(expiration, input.description ?? null, existing.secret_hash)
+          const row = { ...existing, expiration, description: input.description ?? existing.description }
+          return { id: this.#clientSecret(existing.identifier), ...toListed(row) }
+        }
+        if (existing !== undefined) this.#db.prepare('DELETE FROM tokens WHERE secret_hash = ?').run(existing.secret_hash)
+      }
+      const identifier = randomBytes(12).toString('base64url')
+      const secret = input.clientId === undefined ? randomBytes(32).toString('base64url') : this.#clientSecret(identifier)
+      const row: TokenRow = {
+        secret_hash: hashSecret(secret),
+        identifier,
+        user_id: input.userId,
+        created_at: now,
+        expiration,
+        description: input.description ?? null,
+        client_id: input.clientId ?? null,
+      }
+      this.#db
+        .prepare(
+          `INSERT INTO tokens (secret_hash, identifier, user_id, created_at, expiration, description, client_id)
+           VALUES (@secret_hash, @identifier, @user_id, @created_at, @expiration, @description, @client_id)`,
+        )
+        .run(row)
+      return { id: secret, ...toListed(row) }
+    })()
+  }
+
+  /** The owner of a valid, unexpired token, or undefined. */
+  resolve(secret: string): string | undefined {
+    const hash = hashSecret(secret)
+    const row = this.#db.prepare('SELECT secret_hash, user_id, expiration FROM tokens WHERE secret_hash = ?').get(hash) as
+      | Pick<TokenRow, 'secret_hash' | 'user_id' | 'expiration'>
+      | undefined
+    if (row === undefined) return undefined
+    // The index lookup already matched; the explicit comparison keeps the check constant-time by construction.
+    if (!timingSafeEqual(Buffer.from(row.secret_hash), Buffer.from(hash))) return undefined
+    if (row.expiration <= this.#clock()) {
+      this.#db.prepare('DELETE FROM tokens WHERE secret_hash = ?').run(hash)
+      return undefined
+    }
+    return row.user_id
+  }
+
+  list(userId: string): ListedToken[] {
+    const rows = this.#db
+      .prepare('SELECT * FROM tokens WHERE user_id = ? AND expiration > ? ORDER BY created_at, identifier')
+      .all(userId, this.#clock()) as TokenRow[]
+    return rows.map(toListed)
+  }
+
+  revoke(userId: string, identifier: string): void {
+    const result = this.#db.prepare('DELETE FROM tokens WHERE user_id = ? AND identifier = ?').run(userId, identifier)
+    if (result.changes === 0) throw noSuchObject(identifier, 'authentication token')
+  }
+
+  pruneExpired(): number {
+    return this.#db.prepare('DELETE FROM tokens WHERE expiration <= ?').run(this.#clock()).changes
+  }
+
+  #clientSecret(identifier: string): string {
+    return createHmac('sha256', this.#clientKey).update(identifier).digest('base64url')
+  }
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util'
+import { resolve } from 'node:path'
+import { createApp } from '../app.js'
+import { ConfigError, loadConfig } from '../config/config.js'
+import { generateLab } from './lab.js'
+import { createToken } from './token.js'
+import { CliError } from './errors.js'
+
+const usage = `Usage:
+  keel serve [--host HOST] [--port PORT] [--data-dir DIR] [--config FILE]
+  keel token create --url URL --user EMAIL [--description TEXT] [--expires-in DURATION]
+  keel lab generate --vms N [--hosts H] [--data-dir DIR] [--seed N]
+
+Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create).`
+
+async function serve(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'data-dir': { type: 'string', default: './data' },
+      config: { type: 'string' },
+    },
+    strict: true,
+  })
+  const http: { host?: string; port?: number } = {}
+  if (values.host !== undefined) http.host = values.host
+  if (values.port !== undefined) {
+    const port = Number(values.port)
+    if (!/^\d+$/.test(values.port) || port > 65535) throw new ConfigError('--port', `expected 0 to 65535, got ${values.port}`)
+    http.port = port
+  }
+  const config = loadConfig(values.config, { http })
+  const app = await createApp({
+    dataDir: resolve(values['data-dir']),
+    config,
+    ...(process.env['KEEL_ADMIN_EMAIL'] ? { adminEmail: process.env['KEEL_ADMIN_EMAIL'] } : {}),
+    ...(process.env['KEEL_ADMIN_PASSWORD'] ? { adminPassword: process.env['KEEL_ADMIN_PASSWORD'] } : {}),
+  })
+  const url = await app.listen(config.http.port, config.http.host)
+  process.stdout.write(`keel listening on ${url}\n`)
+  let stopping = false
+  const stop = (signal: string): void => {
+    if (stopping) return
+    stopping = true
+    app.log.info({ signal }, 'shutting down')
+    app.close().then(
+      () => {
+        app.log.flush()
+        process.exitCode = 0
+      },
+      (error: unknown) => {
+        app.log.error({ err: error }, 'shutdown failed')
+        process.exitCode = 1
+      },
+    )
+  }
+  process.once('SIGINT', () => stop('SIGINT'))
+  process.once('SIGTERM', () => stop('SIGTERM'))
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, sub, ...rest] = argv
+  if (command === 'serve') return serve(argv.slice(1))
+  if (command === 'token' && sub === 'create') return createToken(rest)
+  if (command === 'lab' && sub === 'generate') return generateLab(rest)
+  if (command === undefined || command === '--help' || command === 'help') {
+    process.stdout.write(usage + '\n')
+    return
+  }
+  throw new CliError(`unknown command: ${argv.join(' ')}\n${usage}`, 2)
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof CliError) {
+    process.stderr.write(`keel: ${error.message}\n`)
+    process.exit(error.exitCode)
+  }
+  if (error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`keel: ${(error as Error).message}\n`)
+    process.exit(2)
+  }
+  process.stderr.write(`keel: ${(error as Error).stack ?? String(error)}\n`)
+  process.exit(1)
+})

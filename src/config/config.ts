@@ -1,0 +1,139 @@
+import { readFileSync } from 'node:fs'
+import { parse as parseToml } from 'smol-toml'
+import { parseDuration } from './duration.js'
+
+export interface Config {
+  readonly http: { readonly host: string; readonly port: number; readonly maxJsonBodySize: number }
+  readonly restApi: { readonly maxRamAllocatedPerSseClient: number }
+  readonly authentication: {
+    readonly defaultTokenValidity: number
+    readonly maxTokenValidity: number
+    readonly failedLoginDelay: number
+  }
+  readonly log: { readonly level: string }
+}
+
+export class ConfigError extends Error {
+  readonly key: string
+  constructor(key: string, message: string) {
+    super(`configuration: ${key}: ${message}`)
+    this.name = 'ConfigError'
+    this.key = key
+  }
+}
+
+type Reader = (value: unknown, key: string) => unknown
+
+const durationReader: Reader = (value, key) => {
+  const parsed = parseDuration(value)
+  if (parsed === undefined) throw new ConfigError(key, `expected a duration such as "30 days", got ${JSON.stringify(value)}`)
+  return parsed
+}
+
+const integerReader =
+  (min: number, max: number): Reader =>
+  (value, key) => {
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      throw new ConfigError(key, `expected an integer from ${min} to ${max}, got ${JSON.stringify(value)}`)
+    }
+    return value
+  }
+
+const positiveNumberReader: Reader = (value, key) => {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new ConfigError(key, `expected a positive number, got ${JSON.stringify(value)}`)
+  }
+  return value
+}
+
+const stringReader =
+  (allowed?: readonly string[]): Reader =>
+  (value, key) => {
+    if (typeof value !== 'string' || value === '' || (allowed !== undefined && !allowed.includes(value))) {
+      const expected = allowed === undefined ? 'a non-empty string' : `one of ${allowed.join(', ')}`
+      throw new ConfigError(key, `expected ${expected}, got ${JSON.stringify(value)}`)
+    }
+    return value
+  }
+
+/** TOML section → our field name, and each key's reader and default. */
+const sections = {
+  http: {
+    field: 'http',
+    keys: {
+      host: { read: stringReader(), default: '127.0.0.1' },
+      port: { read: integerReader(0, 65535), default: 8080 },
+      maxJsonBodySize: { read: integerReader(1024, 1024 ** 3), default: 1024 * 1024 },
+    },
+  },
+  'rest-api': {
+    field: 'restApi',
+    keys: { maxRamAllocatedPerSseClient: { read: positiveNumberReader, default: 20 } },
+  },
+  authentication: {
+    field: 'authentication',
+    keys: {
+      defaultTokenValidity: { read: durationReader, default: parseDuration('30 days') },
+      maxTokenValidity: { read: durationReader, default: parseDuration('0.5 year') },
+      failedLoginDelay: { read: durationReader, default: 1000 },
+    },
+  },
+  log: {
+    field: 'log',
+    keys: {
+      level: {
+        read: stringReader(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+        default: 'info',
+      },
+    },
+  },
+} as const
+
+export type ConfigOverrides = { [S in keyof Config]?: Partial<Config[S]> }
+
+/**
+ * Builds the configuration from defaults, then the TOML file, then overrides
+ * (command-line flags). Unknown sections or keys and bad values stop the start
+ * with a ConfigError naming the key.
+ */
+export function loadConfig(file?: string, overrides: ConfigOverrides = {}): Config {
+  let document: Record<string, unknown> = {}
+  if (file !== undefined) {
+    let text: string
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch (error) {
+      throw new ConfigError(file, `cannot read: ${(error as Error).message}`)
+    }
+    try {
+      document = parseToml(text) as Record<string, unknown>
+    } catch (error) {
+      throw new ConfigError(file, `not valid TOML: ${(error as Error).message}`)
+    }
+  }
+  const result: Record<string, Record<string, unknown>> = {}
+  for (const [name, section] of Object.entries(sections)) {
+    const values: Record<string, unknown> = {}
+    for (const [key, spec] of Object.entries(section.keys)) values[key] = spec.default
+    result[section.field] = values
+  }
+  for (const [name, value] of Object.entries(document)) {
+    const section = (sections as Record<string, (typeof sections)[keyof typeof sections]>)[name]
+    if (section === undefined) throw new ConfigError(name, 'unknown section')
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(name, 'expected a table')
+    const target = result[section.field] as Record<string, unknown>
+    for (const [key, raw] of Object.entries(value)) {
+      const spec = (section.keys as Record<string, { read: Reader }>)[key]
+      if (spec === undefined) throw new ConfigError(`${name}.${key}`, 'unknown key')
+      target[key] = spec.read(raw, `${name}.${key}`)
+    }
+  }
+  for (const [field, values] of Object.entries(overrides)) {
+    Object.assign(result[field] as Record<string, unknown>, values)
+  }
+  const config = result as unknown as Config
+  if (config.authentication.defaultTokenValidity > config.authentication.maxTokenValidity) {
+    throw new ConfigError('authentication.defaultTokenValidity', 'must not exceed authentication.maxTokenValidity')
+  }
+  return config
+}

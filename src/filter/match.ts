@@ -1,0 +1,153 @@
+import type { ComparisonNode, FilterNode } from './ast.js'
+import { parseFilter } from './parse.js'
+import { regExpOf } from './regexp.js'
+
+export type FilterPredicate = (value: unknown) => boolean
+
+/** Parses once and returns a predicate whose needles and regexps are prepared up front. */
+export function compileFilter(source: string): FilterPredicate {
+  return compileNode(parseFilter(source))
+}
+
+// Nodes are immutable data, so a node's predicate can be built once and reused
+// by every later matches() call on it.
+const predicates = new WeakMap<FilterNode, FilterPredicate>()
+
+export function matches(node: FilterNode, value: unknown): boolean {
+  let predicate = predicates.get(node)
+  if (predicate === undefined) {
+    predicate = compileNode(node)
+    predicates.set(node, predicate)
+  }
+  return predicate(value)
+}
+
+const matchAll: FilterPredicate = () => true
+
+function compileNode(node: FilterNode): FilterPredicate {
+  switch (node.type) {
+    case 'null':
+      return matchAll
+    case 'and': {
+      const children = node.children.map(compileNode)
+      return (value) => {
+        for (let i = 0; i < children.length; ++i) if (!children[i]!(value)) return false
+        return true
+      }
+    }
+    case 'or': {
+      const children = node.children.map(compileNode)
+      return (value) => {
+        for (let i = 0; i < children.length; ++i) if (children[i]!(value)) return true
+        return false
+      }
+    }
+    case 'not': {
+      const child = compileNode(node.child)
+      return (value) => !child(value)
+    }
+    case 'property': {
+      const { name } = node
+      const child = compileNode(node.child)
+      // Deliberately no array iteration here, so `VIFs:length:>=2` reads the array's length.
+      return (value) => value != null && child((value as Record<string, unknown>)[name])
+    }
+    case 'truthy': {
+      const { name } = node
+      return (value) => value != null && Boolean((value as Record<string, unknown>)[name])
+    }
+    case 'comparison':
+      return compileComparison(node)
+    case 'string': {
+      const needle = node.value.toLowerCase()
+      const match: FilterPredicate = (value) =>
+        typeof value === 'string' ? value.toLowerCase().includes(needle) : someNested(value, match)
+      return match
+    }
+    case 'numberOrString': {
+      const number = Number(node.value)
+      const needle = node.value.toLowerCase()
+      const match: FilterPredicate = (value) =>
+        value === number ||
+        (typeof value === 'string' ? value.toLowerCase().includes(needle) : someNested(value, match))
+      return match
+    }
+    case 'glob':
+      return regExpPredicate(globToRegExp(node.pattern))
+    case 'regexp':
+      return regExpPredicate(regExpOf(node))
+  }
+}
+
+function regExpPredicate(re: RegExp): FilterPredicate {
+  const match: FilterPredicate = (value) => (typeof value === 'string' ? re.test(value) : someNested(value, match))
+  return match
+}
+
+/**
+ * `*` is `.*`, everything else literal, case-insensitive and unanchored. As
+ * the match is unanchored, leading, trailing and repeated stars add nothing,
+ * and dropping them spares the engine a useless `.*` scan.
+ */
+function globToRegExp(pattern: string): RegExp {
+  const parts = pattern.split('*').filter((part) => part !== '')
+  return new RegExp(parts.map(escapeRegExp).join('.*'), 'i')
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')
+}
+
+/**
+ * XO compares with a plain `value > n`, so its coercions are kept: numeric
+ * strings, `null` as 0, Dates, one-element arrays. Values whose coercion
+ * throws (symbols, null-prototype objects, hostile valueOf) just don't match.
+ */
+function compileComparison({ operator, value: n }: ComparisonNode): FilterPredicate {
+  const test = comparators[operator]
+  return (value) => {
+    switch (typeof value) {
+      case 'number':
+        return test(value, n)
+      case 'object':
+      case 'function':
+        try {
+          return test(value, n)
+        } catch {
+          return false
+        }
+      case 'symbol':
+        return false
+      default:
+        return test(value, n)
+    }
+  }
+}
+
+// Given anything JS can compare, not just numbers: the coercion is the point.
+const comparators: Record<ComparisonNode['operator'], (a: unknown, b: number) => boolean> = {
+  '>': (a, b) => (a as number) > b,
+  '>=': (a, b) => (a as number) >= b,
+  '<': (a, b) => (a as number) < b,
+  '<=': (a, b) => (a as number) <= b,
+}
+
+/** Value matchers recurse into arrays and plain objects: does any element or own value match? */
+function someNested(value: unknown, match: FilterPredicate): boolean {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; ++i) if (match(value[i])) return true
+    return false
+  }
+  if (isPlainObject(value)) {
+    // for…in is much faster than Object.keys(); checking ownership only after a
+    // hit keeps it cheap while still ignoring inherited (polluted) properties.
+    for (const key in value) if (match(value[key]) && Object.hasOwn(value, key)) return true
+  }
+  return false
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false
+  const proto: unknown = Object.getPrototypeOf(value)
+  return proto === null || proto === Object.prototype
+}

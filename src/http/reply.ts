@@ -1,0 +1,64 @@
+import type { ServerResponse } from 'node:http'
+import { once } from 'node:events'
+
+export const JSON_TYPE = 'application/json; charset=utf-8'
+export const NDJSON_TYPE = 'application/x-ndjson'
+
+export function sendJsonText(res: ServerResponse, status: number, text: string, headers?: Record<string, string>): void {
+  res.statusCode = status
+  res.setHeader('Content-Type', JSON_TYPE)
+  res.setHeader('Content-Length', Buffer.byteLength(text))
+  if (headers !== undefined) for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+  res.end(text)
+}
+
+export function sendJson(res: ServerResponse, status: number, value: unknown, headers?: Record<string, string>): void {
+  sendJsonText(res, status, JSON.stringify(value), headers)
+}
+
+/** 201 `{id}` with the new object's Location, as every creation answers. */
+export function sendCreated(res: ServerResponse, id: string, location: string): void {
+  sendJson(res, 201, { id }, { Location: location })
+}
+
+export function sendNoContent(res: ServerResponse): void {
+  res.statusCode = 204
+  res.end()
+}
+
+export function redirect(res: ServerResponse, status: 302 | 307, location: string): void {
+  res.statusCode = status
+  res.setHeader('Location', location)
+  res.setHeader('Content-Length', 0)
+  res.end()
+}
+
+/**
+ * Writes text pieces as they come, waiting for 'drain' whenever the socket
+ * buffer is full, so a large listing never sits in memory whole. Pieces are
+ * coalesced into ~64 KiB writes: one syscall per fragment would cost more than
+ * the serialization we saved by caching. Stops early if the client goes away.
+ */
+export async function streamText(
+  res: ServerResponse,
+  status: number,
+  contentType: string,
+  pieces: Iterable<string>,
+): Promise<void> {
+  res.statusCode = status
+  res.setHeader('Content-Type', contentType)
+  let batch = ''
+  for (const piece of pieces) {
+    batch += piece
+    if (batch.length < 65536) continue
+    if (res.destroyed) return
+    const ok = res.write(batch)
+    batch = ''
+    if (!ok) {
+      await Promise.race([once(res, 'drain'), once(res, 'close')])
+      if (res.destroyed) return
+    }
+  }
+  if (res.destroyed) return
+  res.end(batch)
+}

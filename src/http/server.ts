@@ -1,0 +1,119 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import { KeelError, forbidden } from '../errors.js'
+import type { Authenticator } from '../auth/authenticate.js'
+import { invalidCredentials } from '../auth/authenticate.js'
+import { isAdmin, type Principal } from '../auth/principal.js'
+import { sendError } from './error-response.js'
+import { readJsonBody } from './body.js'
+import type { Router, RouteMatch } from './router.js'
+import type { Access } from './route.js'
+
+export interface HttpOptions {
+  readonly router: Router
+  readonly authenticator: Authenticator
+  readonly log: Logger
+  readonly maxJsonBodySize: number
+  /** Maximum length of a request target (path and query string). */
+  readonly maxUrlLength?: number
+}
+
+const REQUEST_ID = /^[\w.-]{1,64}$/
+
+/** Access is decided from the route's declaration alone, before any data is touched. */
+export function authorize(access: Access, principal: Principal, params: Record<string, string>): void {
+  if (access.authenticated) return
+  if (access.self !== undefined) {
+    if (params[access.self.param] === principal.id) return
+    if (access.self.only) throw forbidden('this route only acts on your own account')
+  }
+  if (isAdmin(principal)) return
+  if (access.privilege !== undefined) {
+    throw new KeelError('NOT_ENOUGH_PRIVILEGES', 'not enough privileges', {
+      missingPrivileges: [{ resource: access.privilege.resource, action: access.privilege.action }],
+    })
+  }
+  throw forbidden()
+}
+
+async function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+  const target = req.url ?? '/'
+  if (target.length > (options.maxUrlLength ?? 16384)) {
+    throw new KeelError('BAD_QUERY_PARAMETER', 'request target is too long', { limit: options.maxUrlLength ?? 16384 })
+  }
+  const queryStart = target.indexOf('?')
+  const path = queryStart === -1 ? target : target.slice(0, queryStart)
+  const method = req.method ?? 'GET'
+  const match: RouteMatch | undefined = options.router.find(method, path)
+  if (match === undefined) {
+    const allowed = options.router.allowedMethods(path)
+    if (allowed.length > 0) {
+      res.setHeader('Allow', allowed.join(', '))
+      throw new KeelError('METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`, { allowed })
+    }
+    throw new KeelError('NO_SUCH_ROUTE', `no such route ${method} ${path}`, { method, path })
+  }
+  const { route, params } = match
+  const { def } = route
+
+  let principal: Principal | undefined
+  if (!def.access.public) {
+    principal = await options.authenticator.authenticate({
+      cookie: req.headers.cookie,
+      authorization: req.headers.authorization,
+    })
+    if (principal === undefined) throw invalidCredentials()
+    authorize(def.access, principal, params)
+  }
+  route.checkParams?.(params)
+  const query = route.checkQuery?.(new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1))) ?? {}
+  let body: unknown
+  if (route.checkBody !== undefined) {
+    body = await readJsonBody(req, options.maxJsonBodySize)
+    if (body === undefined && def.bodyRequired) {
+      throw new KeelError('INVALID_PARAMETERS', 'a JSON body is required', { errors: [{ path: 'body', message: 'is required' }] })
+    }
+    if (body !== undefined) route.checkBody(body)
+  }
+  await def.handler({ req, res, params, query, body, principal, requestId, log: options.log })
+}
+
+export function createHttpServer(options: HttpOptions): Server {
+  const { log } = options
+  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000 }, (req, res) => {
+    const started = process.hrtime.bigint()
+    const incoming = req.headers['x-request-id']
+    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
+    res.setHeader('X-Request-Id', requestId)
+    res.once('close', () => {
+      log.info(
+        {
+          reqId: requestId,
+          method: req.method,
+          url: req.url,
+          status: res.statusCode,
+          ms: Number(process.hrtime.bigint() - started) / 1e6,
+          ...(res.writableFinished ? {} : { aborted: true }),
+        },
+        'request',
+      )
+    })
+    handle(options, req, res, requestId).catch((error: unknown) => {
+      if (!(error instanceof KeelError) || error.code === 'INTERNAL_ERROR') {
+        log.error({ reqId: requestId, err: error }, 'request failed')
+      }
+      if (res.headersSent) {
+        // Too late for a status: cutting the connection is the only honest signal of a broken body.
+        res.destroy(error instanceof Error ? error : undefined)
+        return
+      }
+      if (error instanceof KeelError && (error.code === 'BODY_TOO_LARGE' || error.code === 'UNSUPPORTED_MEDIA_TYPE')) {
+        // The unread body would otherwise be parsed as the next request.
+        res.setHeader('Connection', 'close')
+      }
+      sendError(res, error, requestId)
+    })
+  })
+  return server
+}

@@ -1,0 +1,53 @@
+/**
+ * Versioned schema migrations, applied in order inside one transaction each.
+ * Never edit a released migration: append a new one.
+ */
+export const migrations: readonly string[] = [
+  // 1: users, groups, tokens
+  `
+  CREATE TABLE users (
+    id TEXT PRIMARY KEY,
+    email TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    name TEXT,
+    permission TEXT NOT NULL CHECK (permission IN ('none', 'admin')),
+    password_hash TEXT NOT NULL,
+    preferences TEXT NOT NULL DEFAULT '{}',
+    created_at INTEGER NOT NULL
+  );
+  CREATE TABLE groups (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL
+  );
+  CREATE TABLE group_users (
+    group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
+    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    PRIMARY KEY (group_id, user_id)
+  );
+  CREATE INDEX group_users_by_user ON group_users(user_id);
+  CREATE TABLE tokens (
+    secret_hash TEXT PRIMARY KEY,
+    identifier TEXT NOT NULL UNIQUE,
+    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL,
+    expiration INTEGER NOT NULL,
+    description TEXT,
+    client_id TEXT
+  );
+  CREATE INDEX tokens_by_user ON tokens(user_id);
+  CREATE UNIQUE INDEX tokens_by_client ON tokens(user_id, client_id) WHERE client_id IS NOT NULL;
+  `,
+  // 2: the local lab's object index
+  `
+  CREATE TABLE lab_objects (
+    id TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL
+  );
+  CREATE INDEX lab_objects_by_type ON lab_objects(type);
+  CREATE TABLE lab_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+  `,
+]

@@ -1,0 +1,85 @@
+import t from 'tap'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ConfigError, loadConfig } from '../../src/config/config.js'
+import { parseDuration } from '../../src/config/duration.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'keel-config-'))
+const file = (name: string, text: string): string => {
+  const path = join(dir, name)
+  writeFileSync(path, text)
+  return path
+}
+
+t.test('defaults', async (t) => {
+  const config = loadConfig()
+  t.same(config.http, { host: '127.0.0.1', port: 8080, maxJsonBodySize: 1024 * 1024 })
+  t.equal(config.restApi.maxRamAllocatedPerSseClient, 20)
+  t.equal(config.authentication.defaultTokenValidity, 30 * 24 * 3600_000)
+  t.equal(config.authentication.maxTokenValidity, parseDuration('0.5 year'))
+})
+
+t.test('file values, then flags over them', async (t) => {
+  const path = file(
+    'ok.toml',
+    `[http]\nhost = "0.0.0.0"\nport = 9000\n\n[rest-api]\nmaxRamAllocatedPerSseClient = 5\n\n[authentication]\ndefaultTokenValidity = "1 day"\nmaxTokenValidity = "30 days"\n`,
+  )
+  const config = loadConfig(path, { http: { port: 0 } })
+  t.equal(config.http.host, '0.0.0.0')
+  t.equal(config.http.port, 0)
+  t.equal(config.restApi.maxRamAllocatedPerSseClient, 5)
+  t.equal(config.authentication.defaultTokenValidity, 24 * 3600_000)
+  t.equal(config.authentication.maxTokenValidity, 30 * 24 * 3600_000)
+})
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn()
+  } catch (error) {
+    return error
+  }
+  return undefined
+}
+
+const bad: Array<[string, string, string]> = [
+  ['unknown key', '[http]\nhots = "x"\n', 'http.hots'],
+  ['unknown section', '[htp]\nhost = "x"\n', 'htp'],
+  ['bad port', '[http]\nport = 70000\n', 'http.port'],
+  ['port as text', '[http]\nport = "80"\n', 'http.port'],
+  ['bad duration', '[authentication]\nmaxTokenValidity = "forever"\n', 'authentication.maxTokenValidity'],
+  ['bad SSE budget', '[rest-api]\nmaxRamAllocatedPerSseClient = -1\n', 'rest-api.maxRamAllocatedPerSseClient'],
+  ['default above max', '[authentication]\ndefaultTokenValidity = "1 year"\n', 'authentication.defaultTokenValidity'],
+  ['section not a table', 'http = 5\n', 'http'],
+]
+for (const [name, text, key] of bad) {
+  t.test(`${name} stops the start naming ${key}`, async (t) => {
+    const path = file(`${name.replace(/\W/g, '-')}.toml`, text)
+    const error = thrown(() => loadConfig(path))
+    t.ok(error instanceof ConfigError)
+    t.equal((error as ConfigError).key, key)
+    t.match((error as ConfigError).message, key)
+  })
+}
+
+t.test('invalid TOML names the file', async (t) => {
+  const path = file('broken.toml', '[http\n')
+  const error = thrown(() => loadConfig(path))
+  t.ok(error instanceof ConfigError)
+  t.equal((error as ConfigError).key, path)
+})
+
+t.test('durations', async (t) => {
+  const table: Array<[unknown, number | undefined]> = [
+    ['30 days', 30 * 86400_000],
+    ['1 hour', 3600_000],
+    ['0.5 year', 0.5 * 365.25 * 86400_000],
+    [60000, 60000],
+    ['', undefined],
+    ['soon', undefined],
+    [-5, undefined],
+    [Number.NaN, undefined],
+    [{}, undefined],
+  ]
+  for (const [input, expected] of table) t.equal(parseDuration(input), expected, String(input))
+})

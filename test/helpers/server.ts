@@ -1,0 +1,87 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pino } from 'pino'
+import { createApp, type App, type AppOptions } from '../../src/app.js'
+import { loadConfig, type ConfigOverrides } from '../../src/config/config.js'
+
+export const ADMIN_EMAIL = 'admin@admin.net'
+export const ADMIN_PASSWORD = 'test-admin-password'
+
+/** A clock tests move by hand, so expiry is tested without sleeping. */
+export class ManualClock {
+  now = Date.UTC(2026, 10, 22, 12, 0, 0)
+  readonly read = (): number => this.now
+  advance(ms: number): void {
+    this.now += ms
+  }
+}
+
+export interface TestServer {
+  readonly url: string
+  readonly app: App
+  readonly dataDir: string
+  readonly clock: ManualClock
+  /** fetch relative to the server, as the administrator unless `auth` says otherwise */
+  request(path: string, init?: RequestInit & { auth?: string | null }): Promise<Response>
+  json<T = unknown>(path: string, init?: RequestInit & { auth?: string | null }): Promise<{ status: number; body: T; response: Response }>
+  close(options?: { keepData?: boolean }): Promise<void>
+}
+
+export const basic = (email: string, password: string): string =>
+  'Basic ' + Buffer.from(`${email}:${password}`).toString('base64')
+
+export interface StartOptions {
+  dataDir?: string
+  config?: ConfigOverrides
+  app?: Partial<AppOptions>
+  clock?: ManualClock
+}
+
+export async function startServer(options: StartOptions = {}): Promise<TestServer> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'))
+  const clock = options.clock ?? new ManualClock()
+  const config = loadConfig(undefined, {
+    ...options.config,
+    authentication: { failedLoginDelay: 20, ...options.config?.authentication },
+  })
+  const app = await createApp({
+    dataDir,
+    config,
+    clock: clock.read,
+    logger: pino({ level: 'silent' }),
+    adminEmail: ADMIN_EMAIL,
+    adminPassword: ADMIN_PASSWORD,
+    ...options.app,
+  })
+  const url = await app.listen(0, '127.0.0.1')
+  const adminAuth = basic(ADMIN_EMAIL, ADMIN_PASSWORD)
+  const request: TestServer['request'] = (path, init = {}) => {
+    const { auth, ...rest } = init
+    const headers = new Headers(rest.headers)
+    if (auth !== null && !headers.has('authorization') && !headers.has('cookie')) {
+      headers.set('authorization', auth ?? adminAuth)
+    }
+    return fetch(url + path, { redirect: 'manual', ...rest, headers })
+  }
+  return {
+    url,
+    app,
+    dataDir,
+    clock,
+    request,
+    async json<T>(path: string, init?: RequestInit & { auth?: string | null }) {
+      const response = await request(path, init)
+      const text = await response.text()
+      return { status: response.status, body: (text === '' ? undefined : JSON.parse(text)) as T, response }
+    },
+    async close(closeOptions = {}) {
+      await app.close()
+      if (closeOptions.keepData !== true && options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+export function jsonBody(value: unknown, method = 'POST'): RequestInit {
+  return { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(value) }
+}
