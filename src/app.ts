@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { pino, type Logger } from 'pino'
 import { collectionSources } from './api/collections.js'
+import { dashboardRoutes } from './api/dashboard.js'
 import { docsRoutes } from './api/docs.js'
 import { buildOpenApi } from './api/openapi.js'
 import { readRoutes } from './api/read.js'
@@ -15,6 +16,7 @@ import { TokenStore } from './auth/tokens.js'
 import { Directory } from './auth/users.js'
 import type { Config } from './config/config.js'
 import { LabDriver } from './driver/lab/driver.js'
+import { labUsage } from './driver/lab/usage.js'
 import type { LabSpec } from './driver/lab/spec.js'
 import type { Driver } from './driver/types.js'
 import { EventBus } from './events/bus.js'
@@ -60,8 +62,14 @@ function loadClientKey(dataDir: string): Buffer {
   return readFileSync(file)
 }
 
-async function ensureAdministrator(directory: Directory, options: AppOptions, log: Logger): Promise<void> {
-  if (directory.userCount() > 0) return
+/** On an empty directory, creates the first administrator; returns an administrator's id. */
+export async function ensureAdministrator(
+  directory: Directory,
+  options: Pick<AppOptions, 'adminEmail' | 'adminPassword' | 'announce'>,
+  log: Logger,
+): Promise<string> {
+  const existing = [...directory.users()].find((user) => user.permission === 'admin')
+  if (existing !== undefined) return existing.id
   const email = options.adminEmail ?? 'admin@admin.net'
   let password = options.adminPassword
   if (password === undefined || password === '') {
@@ -69,8 +77,9 @@ async function ensureAdministrator(directory: Directory, options: AppOptions, lo
     const announce = options.announce ?? ((line: string) => process.stderr.write(line + '\n'))
     announce(`keel: created administrator ${email} with password ${password} (shown once; change it with PATCH /rest/v0/users/<id>)`)
   }
-  await directory.createUser({ email, password, permission: 'admin' })
+  const id = await directory.createUser({ email, password, permission: 'admin' })
   log.info({ email }, 'created the first administrator')
+  return id
 }
 
 export async function createApp(options: AppOptions): Promise<App> {
@@ -79,12 +88,11 @@ export async function createApp(options: AppOptions): Promise<App> {
   const db = openDatabase(options.dataDir)
   const bus = new EventBus((error) => log.error({ err: error }, 'event listener failed'))
   const directory = new Directory(db, bus, clock)
-  await ensureAdministrator(directory, options, log)
+  const adminId = await ensureAdministrator(directory, options, log)
   const tokens = new TokenStore(db, loadClientKey(options.dataDir), clock)
   tokens.pruneExpired()
-  const admin = [...directory.users()].find((user) => user.permission === 'admin')
   const driver = new LabDriver(db, {
-    creatorId: admin?.id ?? '',
+    creatorId: adminId,
     clock,
     ...(options.labSpec === undefined ? {} : { spec: options.labSpec }),
   })
@@ -106,6 +114,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...userRoutes(directory),
     ...groupRoutes(directory),
     ...tokenRoutes(tokens, options.config.authentication),
+    ...dashboardRoutes({ driver, clock, usage: labUsage }),
     ...(options.extraRoutes ?? []),
   ]
   for (const route of routes) router.add(route)

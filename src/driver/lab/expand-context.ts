@@ -5,7 +5,6 @@ import type {
   PoolRecord,
   SrRecord,
   VdiRecord,
-  VmControllerRecord,
   VmRecord,
   VmTemplateRecord,
 } from '../../model/records.js'
@@ -68,7 +67,6 @@ export class ExpandContext {
 export interface HostEntry {
   readonly spec: HostSpec
   readonly record: HostRecord
-  readonly controller: VmControllerRecord
 }
 
 export interface NetworkEntry {

@@ -1,8 +1,6 @@
 import type {
   HostRecord,
-  VbdRecord,
   VdiRecord,
-  VdiSnapshotRecord,
   VifRecord,
   VmControllerRecord,
   VmRecord,
@@ -10,6 +8,7 @@ import type {
   VmTemplateRecord,
 } from '../../model/records.js'
 import { GUEST_BIOS_STRINGS, OS_PROFILES, type OsProfile } from './catalog.js'
+import { addVbd, addVdi, addVdiSnapshot, addVif, allocateAddress } from './expand-devices.js'
 import type { ExpandContext, NetworkEntry, PoolScope, RecordBase, SrEntry, TemplateEntry } from './expand-context.js'
 import type { HostSpec, TemplateSpec, VmSpec } from './spec.js'
 import { GiB, MiB, parseAge, parseSize } from './units.js'
@@ -19,7 +18,12 @@ type VmRequired = Pick<VmCommon, 'name_label' | 'name_description' | 'power_stat
 
 /** The VM fields as XAPI leaves them on a fresh, never-booted VM. */
 function vmCommon(fields: VmRequired & Partial<VmCommon>, cpus: number, memory: number): VmCommon {
+  // named first so that they lead the record's JSON
+  const { name_label, name_description, power_state, ...rest } = fields
   return {
+    name_label,
+    name_description,
+    power_state,
     tags: [],
     other: {},
     current_operations: {},
@@ -49,7 +53,7 @@ function vmCommon(fields: VmRequired & Partial<VmCommon>, cpus: number, memory: 
     VGPUs: [],
     $VGPUs: [],
     $VBDs: [],
-    ...fields,
+    ...rest,
   }
 }
 
@@ -142,8 +146,6 @@ interface GuestVif {
   readonly vif: VifRecord
   readonly network: NetworkEntry
 }
-
-const diskDevice = (position: number): string => `xvd${String.fromCharCode(97 + position)}`
 
 /** The CD drive sits at userdevice 3 (xvdd), as XAPI places it. */
 const CD_POSITION = 3
@@ -256,8 +258,15 @@ type VmSettings = HvmPlatform &
     creation: NonNullable<VmCommon['creation']>
   }
 
-/** A copy whose nested objects are not shared, so that no two records alias one array. */
-const copySettings = (settings: VmSettings): VmSettings => structuredClone(settings)
+/** A copy whose nested objects are not shared, so that no two records alias one array or map. */
+const copySettings = (settings: VmSettings): VmSettings => ({
+  ...settings,
+  tags: [...settings.tags],
+  other: { ...settings.other },
+  creation: { ...settings.creation },
+  boot: { ...settings.boot },
+  bios_strings: { ...settings.bios_strings },
+})
 
 function guestAgentFields(os: OsProfile): Partial<VmRecord> {
   const [major = '0', minor = '0'] = os.pvDriversVersion.split('.')
@@ -268,104 +277,6 @@ function guestAgentFields(os: OsProfile): Partial<VmRecord> {
     pvDriversUpToDate: true,
     xenTools: { major: Number(major), minor: Number(minor), version: Number(`${major}.${minor}`) },
   }
-}
-
-function allocateAddress(network: NetworkEntry, where: string): string {
-  const host = network.nextHost++
-  if (host >= 2 ** (32 - network.prefix) - 1) throw new Error(`network "${network.spec.name}" has no address left for ${where}`)
-  const ip = (network.base + host) >>> 0
-  return [ip >>> 24, (ip >>> 16) & 0xff, (ip >>> 8) & 0xff, ip & 0xff].join('.')
-}
-
-export function addVdi(context: ExpandContext, pool: PoolScope, sr: SrEntry, key: string, name: string, size: number): VdiRecord {
-  const iso = sr.driver.contentType === 'iso'
-  const usage =
-    sr.driver.allocation === 'thin'
-      ? Math.floor((size * (0.15 + 0.6 * context.random.fraction(`usage:${key}`))) / MiB) * MiB
-      : size
-  const vdi = context.add<VdiRecord>({
-    type: 'VDI',
-    ...context.base(key, pool.id),
-    name_label: name,
-    name_description: iso ? '' : 'Created by XO',
-    tags: [],
-    size,
-    usage,
-    VDI_type: 'user',
-    cbt_enabled: false,
-    missing: false,
-    ...(iso ? {} : { image_format: 'vhd' }),
-    snapshots: [],
-    current_operations: {},
-    other_config: {},
-    $SR: sr.record.id,
-    $VBDs: [],
-    chainPhysicalUsage: usage,
-  })
-  accountVdi(sr, vdi)
-  return vdi
-}
-
-function accountVdi(sr: SrEntry, vdi: { id: string; size: number; usage: number }): void {
-  sr.record.VDIs.push(vdi.id)
-  sr.record.usage += vdi.size
-  sr.record.physical_usage = (sr.record.physical_usage ?? 0) + vdi.usage
-}
-
-interface VbdParams {
-  readonly key: string
-  readonly vm: { id: string; $VBDs: string[] }
-  readonly position: number
-  readonly vdi: { id: string; $VBDs: string[] } | undefined
-  readonly attached: boolean
-  readonly cd?: boolean
-}
-
-function addVbd(context: ExpandContext, pool: PoolScope, { key, vm, position, vdi, attached, cd = false }: VbdParams): void {
-  const vbd = context.add<VbdRecord>({
-    type: 'VBD',
-    ...context.base(key, pool.id),
-    attached,
-    bootable: position === 0,
-    device: diskDevice(position),
-    is_cd_drive: cd,
-    position: String(position),
-    read_only: cd,
-    ...(vdi === undefined ? {} : { VDI: vdi.id }),
-    VM: vm.id,
-  })
-  vm.$VBDs.push(vbd.id)
-  vdi?.$VBDs.push(vbd.id)
-}
-
-interface VifParams {
-  readonly key: string
-  readonly vm: { id: string; VIFs: string[] }
-  readonly device: number
-  readonly network: NetworkEntry
-  readonly mac: string
-  readonly attached: boolean
-}
-
-function addVif(context: ExpandContext, pool: PoolScope, { key, vm, device, network, mac, attached }: VifParams): VifRecord {
-  const vif = context.add<VifRecord>({
-    type: 'VIF',
-    ...context.base(key, pool.id),
-    device: String(device),
-    MAC: mac,
-    MTU: network.record.MTU,
-    attached,
-    lockingMode: 'network_default',
-    allowedIpv4Addresses: [],
-    allowedIpv6Addresses: [],
-    txChecksumming: true,
-    other_config: {},
-    $network: network.record.id,
-    $VM: vm.id,
-  })
-  vm.VIFs.push(vif.id)
-  network.record.VIFs.push(vif.id)
-  return vif
 }
 
 interface SnapshotParams {
@@ -400,34 +311,7 @@ function addSnapshot(context: ExpandContext, pool: PoolScope, params: SnapshotPa
   })
   vm.snapshots.push(snapshot.id)
   disks.forEach(({ vdi, sr }, i) => {
-    const diskKey = `${key}/disk/${i}`
-    // A snapshot's own data is what changed since it was taken: a fraction of the disk on thin SRs.
-    const usage =
-      sr.driver.allocation === 'thin'
-        ? Math.floor((vdi.usage * (0.05 + 0.25 * context.random.fraction(`usage:${diskKey}`))) / MiB) * MiB
-        : vdi.size
-    const vdiSnapshot = context.add<VdiSnapshotRecord>({
-      type: 'VDI-snapshot',
-      ...context.base(diskKey, pool.id),
-      name_label: vdi.name_label,
-      name_description: vdi.name_description,
-      tags: [],
-      size: vdi.size,
-      usage,
-      VDI_type: 'user',
-      cbt_enabled: false,
-      missing: false,
-      image_format: 'vhd',
-      snapshots: [],
-      current_operations: {},
-      other_config: {},
-      $SR: vdi.$SR,
-      $VBDs: [],
-      snapshot_time: time,
-      $snapshot_of: vdi.id,
-    })
-    vdi.snapshots.push(vdiSnapshot.id)
-    accountVdi(sr, vdiSnapshot)
+    const vdiSnapshot = addVdiSnapshot(context, pool, sr, vdi, `${key}/disk/${i}`, time)
     addVbd(context, pool, { key: `${key}/vbd/${i}`, vm: snapshot, position: i, vdi: vdiSnapshot, attached: false })
   })
   vifs.forEach(({ vif, network }, i) => {

@@ -9,7 +9,8 @@ import {
   type NetworkEntry,
   type SrEntry,
 } from './expand-context.js'
-import { addController, addTemplate, addVdi, addVm } from './expand-vms.js'
+import { addVdi, dottedIpv4 } from './expand-devices.js'
+import { addController, addTemplate, addVm } from './expand-vms.js'
 import type { HostSpec, LabSpec, MessageSpec, NetworkSpec, PoolSpec, SrDriver, SrSpec } from './spec.js'
 import { parseAge, parseSize } from './units.js'
 
@@ -54,9 +55,10 @@ function expandPool(context: ExpandContext, spec: PoolSpec): void {
 
   const masters = spec.hosts.filter((host) => host.master === true)
   if (masters.length > 1) throw new Error(`pool "${spec.name}" has ${masters.length} masters`)
-  const masterName = (masters[0] ?? spec.hosts[0])?.name
+  const master = masters[0] ?? spec.hosts[0]
+  if (master === undefined) throw new Error(`pool "${spec.name}" has no host`)
   for (const host of spec.hosts) pool.hosts.set(host.name, addHost(context, pool, host))
-  record.master = pool.resolve(pool.hosts, 'host', masterName ?? '', 'the pool').record.id
+  record.master = pool.resolve(pool.hosts, 'host', master.name, 'the pool').record.id
   record.cpus = {
     cores: spec.hosts.reduce((sum, host) => sum + host.cores, 0),
     sockets: spec.hosts.reduce((sum, host) => sum + host.sockets, 0),
@@ -139,19 +141,17 @@ function addHost(context: ExpandContext, pool: PoolScope, spec: HostSpec): HostE
   host.controlDomain = controller.id
   host.residentVms.push(controller.id)
   host.memory.usage = controller.memory.size
-  return { spec, record: host, controller }
+  return { spec, record: host }
 }
-
-const dotted = (ip: number): string => [ip >>> 24, (ip >>> 16) & 0xff, (ip >>> 8) & 0xff, ip & 0xff].join('.')
 
 function addNetwork(context: ExpandContext, pool: PoolScope, spec: NetworkSpec): NetworkEntry {
   const [address = '', prefixText = ''] = spec.subnet.split('/')
   const prefix = Number(prefixText)
   const octets = address.split('.').map(Number)
-  if (prefix < 8 || prefix > 30 || octets.some((octet) => octet > 255)) {
+  if (!(prefix >= 8 && prefix <= 30) || octets.length !== 4 || octets.some((octet) => !(octet >= 0 && octet <= 255))) {
     throw new Error(`pool "${pool.name}": invalid subnet ${spec.subnet} for network "${spec.name}"`)
   }
-  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0
+  const mask = (0xffffffff << (32 - prefix)) >>> 0
   const base = (octets.reduce((ip, octet) => ip * 256 + octet, 0) & mask) >>> 0
   const record = context.add<NetworkRecord>({
     type: 'network',
@@ -184,9 +184,9 @@ function addNetwork(context: ExpandContext, pool: PoolScope, spec: NetworkSpec):
       mtu: record.MTU,
       vlan: -1,
       ip: management ? host.spec.address : '',
-      netmask: management ? dotted(mask) : '',
-      gateway: management ? dotted(base + 1) : '',
-      dns: management ? dotted(base + 1) : '',
+      netmask: management ? dottedIpv4(mask) : '',
+      gateway: management ? dottedIpv4(base + 1) : '',
+      dns: management ? dottedIpv4(base + 1) : '',
       ipv6: [],
       mode: management ? 'Static' : 'None',
       ipv6Mode: 'None',

@@ -5,7 +5,7 @@ import { Value } from '@sinclair/typebox/value'
 /**
  * A lab described the way a person would: objects are named, and refer to one
  * another by name within their pool. expandLab() turns it into XO records.
- * Sizes are bytes or text such as "40 GiB"; ages are text such as "3 days".
+ * Sizes are bytes or text such as "40 GiB"; ages are text such as "3 d" or "90 min".
  */
 
 const Name = Type.String({ minLength: 1 })
@@ -15,7 +15,7 @@ const Size = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^
 const Age = Type.String({ pattern: '^\\d+\\s*(s|min|h|d)$', description: 'how long ago, e.g. "90 min", "3 d"' })
 const Tags = Type.Optional(Type.Array(Type.String()))
 
-export const HostSpecSchema = Type.Object(
+const HostSpecSchema = Type.Object(
   {
     name: Name,
     description: Type.Optional(Type.String()),
@@ -30,7 +30,7 @@ export const HostSpecSchema = Type.Object(
   { additionalProperties: false },
 )
 
-export const NetworkSpecSchema = Type.Object(
+const NetworkSpecSchema = Type.Object(
   {
     name: Name,
     description: Type.Optional(Type.String()),
@@ -53,7 +53,7 @@ export const SrDriver = Type.Union([
 ])
 export type SrDriver = Static<typeof SrDriver>
 
-export const SrSpecSchema = Type.Object(
+const SrSpecSchema = Type.Object(
   {
     name: Name,
     description: Type.Optional(Type.String()),
@@ -67,7 +67,7 @@ export const SrSpecSchema = Type.Object(
   { additionalProperties: false },
 )
 
-export const TemplateSpecSchema = Type.Object(
+const TemplateSpecSchema = Type.Object(
   {
     name: Name,
     description: Type.Optional(Type.String()),
@@ -80,14 +80,14 @@ export const TemplateSpecSchema = Type.Object(
   { additionalProperties: false },
 )
 
-export const PowerState = Type.Union([
+const PowerState = Type.Union([
   Type.Literal('Running'),
   Type.Literal('Halted'),
   Type.Literal('Paused'),
   Type.Literal('Suspended'),
 ])
 
-export const DiskSpecSchema = Type.Object(
+const DiskSpecSchema = Type.Object(
   {
     name: Type.Optional(Type.String()),
     size: Size,
@@ -96,7 +96,7 @@ export const DiskSpecSchema = Type.Object(
   { additionalProperties: false },
 )
 
-export const VmSpecSchema = Type.Object(
+const VmSpecSchema = Type.Object(
   {
     name: Name,
     description: Type.Optional(Type.String()),
@@ -118,7 +118,7 @@ export const VmSpecSchema = Type.Object(
   { additionalProperties: false },
 )
 
-export const MessageSpecSchema = Type.Object(
+const MessageSpecSchema = Type.Object(
   {
     name: Type.String({ description: 'e.g. VM_STARTED, or ALARM for perfmon alarms' }),
     object: Type.String({
@@ -141,7 +141,7 @@ export const MessageSpecSchema = Type.Object(
   { additionalProperties: false },
 )
 
-export const PoolSpecSchema = Type.Object(
+const PoolSpecSchema = Type.Object(
   {
     name: Name,
     description: Type.Optional(Type.String()),
@@ -172,7 +172,6 @@ export type NetworkSpec = Static<typeof NetworkSpecSchema>
 export type SrSpec = Static<typeof SrSpecSchema>
 export type TemplateSpec = Static<typeof TemplateSpecSchema>
 export type VmSpec = Static<typeof VmSpecSchema>
-export type DiskSpec = Static<typeof DiskSpecSchema>
 export type MessageSpec = Static<typeof MessageSpecSchema>
 
 /** Checks the shape of a parsed lab description; `source` names it in the error. */

@@ -1,0 +1,198 @@
+import { join } from 'node:path'
+import type { Statement } from 'better-sqlite3'
+import { alreadyExists, noSuchObject } from '../../errors.js'
+import { fixturesDir } from '../../paths.js'
+import type { Db } from '../../store/database.js'
+import type { ChangeKind, ChangeListener, Driver, ObjectChange, XoRecord } from '../types.js'
+import { deepFreeze } from './deep-freeze.js'
+import { expandLab } from './expand.js'
+import { loadLabSpec, type LabSpec } from './spec.js'
+
+export const DEMO_LAB_FILE = join(fixturesDir, 'demo-lab.json')
+
+const SEEDED_AT = 'seeded_at'
+
+export interface LabDriverOptions {
+  /** id of the user recorded as the creator of the seeded VMs */
+  readonly creatorId: string
+  readonly clock?: () => number
+  /** what to seed an empty lab with (default: fixtures/demo-lab.json) */
+  readonly spec?: LabSpec
+}
+
+export interface LabChange {
+  readonly kind: ChangeKind
+  /** the new record; for `remove`, only its id counts */
+  readonly object: XoRecord
+}
+
+/**
+ * Replaces the whole lab content with `records` in one transaction and marks
+ * the lab as seeded, so that a lab emptied later is not seeded again.
+ */
+export function writeLab(db: Db, records: Iterable<XoRecord>, seededAt: number = Date.now()): void {
+  const insert = db.prepare('INSERT INTO lab_objects (id, type, data) VALUES (?, ?, ?)')
+  const mark = db.prepare(
+    'INSERT INTO lab_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+  )
+  db.transaction(() => {
+    db.prepare('DELETE FROM lab_objects').run()
+    for (const record of records) insert.run(record.id, record.type, JSON.stringify(record))
+    mark.run(SEEDED_AT, String(seededAt))
+  })()
+}
+
+/** A change checked against the current state and ready to persist. */
+interface PlannedChange {
+  readonly kind: ChangeKind
+  readonly id: string
+  /** the new frozen record, or for `remove` the last known one */
+  readonly object: XoRecord
+  readonly previous: XoRecord | undefined
+  /** the text to store; undefined for `remove` */
+  readonly json: string | undefined
+}
+
+/**
+ * The local lab: a simulated infrastructure persisted in the embedded store
+ * and served from memory. Records are deep-frozen snapshots; a change replaces
+ * a record with a new object, so object identity tells whether it changed.
+ */
+export class LabDriver implements Driver {
+  readonly #db: Db
+  readonly #options: LabDriverOptions
+  readonly #upsert: Statement<[string, string, string]>
+  readonly #delete: Statement<[string]>
+  readonly #objects = new Map<string, XoRecord>()
+  /** per type, in a stable order: insertion (rowid) order, kept across updates */
+  readonly #byType = new Map<string, Map<string, XoRecord>>()
+  readonly #listeners = new Set<ChangeListener>()
+
+  constructor(db: Db, options: LabDriverOptions) {
+    this.#db = db
+    this.#options = options
+    this.#upsert = db.prepare(
+      'INSERT INTO lab_objects (id, type, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET type = excluded.type, data = excluded.data',
+    )
+    this.#delete = db.prepare('DELETE FROM lab_objects WHERE id = ?')
+  }
+
+  async open(): Promise<void> {
+    if (this.#needsSeed()) {
+      const now = (this.#options.clock ?? Date.now)()
+      const spec = this.#options.spec ?? loadLabSpec(DEMO_LAB_FILE)
+      writeLab(this.#db, expandLab(spec, { creatorId: this.#options.creatorId, now }), now)
+    }
+    this.#load()
+  }
+
+  async close(): Promise<void> {
+    this.#listeners.clear()
+  }
+
+  objectsOfType(type: string): Iterable<XoRecord> {
+    const objects = this.#byType.get(type)
+    // A fresh iterator per iteration, so the result can be walked more than once.
+    return objects === undefined ? [] : { [Symbol.iterator]: () => objects.values() }
+  }
+
+  countOfType(type: string): number {
+    return this.#byType.get(type)?.size ?? 0
+  }
+
+  getObject(id: string): XoRecord | undefined {
+    return this.#objects.get(id)
+  }
+
+  subscribe(listener: ChangeListener): () => void {
+    // Wrapped so that subscribing the same function twice gives two independent subscriptions.
+    const entry: ChangeListener = (change) => listener(change)
+    this.#listeners.add(entry)
+    return () => {
+      this.#listeners.delete(entry)
+    }
+  }
+
+  /**
+   * Applies a batch: checks it (a bad change rejects the whole batch), stores
+   * it in one transaction so it is durable before anyone sees it, then swaps
+   * the records in memory and tells the listeners, one change at a time.
+   * Listeners run synchronously; if some throw, the others still run and an
+   * AggregateError is thrown afterwards, the batch being committed anyway.
+   */
+  applyChanges(changes: readonly LabChange[]): void {
+    const planned = this.#plan(changes)
+    this.#db.transaction(() => {
+      for (const { id, object, previous, json } of planned) {
+        // A record changing type moves to the end of its new type's order in memory; deleting
+        // before inserting gives it a new, last rowid so that a restart loads the same order.
+        if (json === undefined || (previous !== undefined && previous.type !== object.type)) this.#delete.run(id)
+        if (json !== undefined) this.#upsert.run(id, object.type, json)
+      }
+    })()
+    for (const change of planned) {
+      if (change.kind === 'remove') this.#unindex(change.object)
+      else this.#index(change.object, change.previous)
+    }
+    const errors: unknown[] = []
+    for (const { kind, object, previous } of planned) {
+      const event: ObjectChange = previous === undefined ? { kind, object } : { kind, object, previous }
+      for (const listener of this.#listeners) {
+        try {
+          listener(event)
+        } catch (error) {
+          errors.push(error)
+        }
+      }
+    }
+    if (errors.length > 0) throw new AggregateError(errors, `${errors.length} change listener call(s) failed`)
+  }
+
+  #plan(changes: readonly LabChange[]): PlannedChange[] {
+    // Each change is checked against the state the previous ones in the batch leave.
+    const staged = new Map<string, XoRecord | null>()
+    return changes.map(({ kind, object }) => {
+      const { id } = object
+      const stagedState = staged.get(id)
+      const current = stagedState === undefined ? this.#objects.get(id) : (stagedState ?? undefined)
+      if (kind === 'remove') {
+        if (current === undefined) throw noSuchObject(id, object.type)
+        staged.set(id, null)
+        return { kind, id, object: current, previous: current, json: undefined }
+      }
+      if (kind === 'add' && current !== undefined) throw alreadyExists(object.type, 'id', id)
+      if (kind === 'update' && current === undefined) throw noSuchObject(id, object.type)
+      // Stored and served from the same text, so memory always holds exactly what a restart would load.
+      const json = JSON.stringify(object)
+      const record = deepFreeze(JSON.parse(json) as XoRecord)
+      staged.set(id, record)
+      return { kind, id, object: record, previous: current, json }
+    })
+  }
+
+  #needsSeed(): boolean {
+    const seeded = this.#db.prepare('SELECT 1 FROM lab_meta WHERE key = ?').get(SEEDED_AT) !== undefined
+    const empty = this.#db.prepare('SELECT 1 FROM lab_objects LIMIT 1').get() === undefined
+    return empty && !seeded
+  }
+
+  #load(): void {
+    this.#objects.clear()
+    this.#byType.clear()
+    const rows = this.#db.prepare('SELECT data FROM lab_objects ORDER BY rowid').pluck().iterate() as IterableIterator<string>
+    for (const data of rows) this.#index(deepFreeze(JSON.parse(data) as XoRecord), undefined)
+  }
+
+  #index(record: XoRecord, previous: XoRecord | undefined): void {
+    if (previous !== undefined && previous.type !== record.type) this.#unindex(previous)
+    this.#objects.set(record.id, record)
+    let ofType = this.#byType.get(record.type)
+    if (ofType === undefined) this.#byType.set(record.type, (ofType = new Map()))
+    ofType.set(record.id, record)
+  }
+
+  #unindex(record: XoRecord): void {
+    this.#objects.delete(record.id)
+    this.#byType.get(record.type)?.delete(record.id)
+  }
+}
