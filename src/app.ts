@@ -4,11 +4,14 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { pino, type Logger } from 'pino'
+import { actionRoutes, driverActions } from './api/actions.js'
+import { changeRoutes } from './api/changes.js'
 import { collectionSources } from './api/collections.js'
 import { dashboardRoutes } from './api/dashboard.js'
 import { docsRoutes } from './api/docs.js'
 import { buildOpenApi } from './api/openapi.js'
 import { readRoutes } from './api/read.js'
+import { taskActions, taskRoutes } from './api/tasks.js'
 import { meRoutes, tokenRoutes } from './api/tokens.js'
 import { groupRoutes, userRoutes } from './api/users.js'
 import { Authenticator } from './auth/authenticate.js'
@@ -25,6 +28,7 @@ import type { RouteDef } from './http/route.js'
 import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
 import { openDatabase, type Db } from './store/database.js'
+import { TaskManager } from './tasks/manager.js'
 
 export interface AppOptions {
   readonly dataDir: string
@@ -48,6 +52,7 @@ export interface App {
   readonly tokens: TokenStore
   readonly driver: Driver
   readonly bus: EventBus
+  readonly tasks: TaskManager
   readonly log: Logger
   listen(port: number, host: string): Promise<string>
   close(): Promise<void>
@@ -94,6 +99,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const driver = new LabDriver(db, {
     creatorId: adminId,
     clock,
+    stepDelay: options.config.lab.stepDelay,
     ...(options.labSpec === undefined ? {} : { spec: options.labSpec }),
   })
   await driver.open()
@@ -101,16 +107,24 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   const cache = new JsonCache(JSON_CACHE_BYTES)
   const router = new Router()
-  const sources = collectionSources({
-    driver,
-    directory,
-    tasks: { list: () => [], get: () => undefined },
+  const tasks = new TaskManager(db, bus, {
+    clock,
+    keep: options.config.tasks.keep,
+    onUnexpectedError: (error, task) => log.error({ err: error, taskId: task.id }, 'task failed unexpectedly'),
   })
+  const sources = collectionSources({ driver, directory, tasks })
+  const collectionOf = (type: string): string | undefined => sources.find((source) => source.type === type)?.name
+  const actionDeps = { tasks, driver, collectionOf }
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
     ...meRoutes(),
-    ...sources.flatMap((source) => readRoutes(source, { cache })),
+    ...sources.flatMap((source) => readRoutes(source, { cache, single: source.type !== 'task' })),
+    ...taskRoutes(tasks, cache),
+    ...sources.flatMap((source) =>
+      actionRoutes(source, source.type === 'task' ? taskActions(tasks) : driverActions(source, driver), actionDeps),
+    ),
+    ...sources.flatMap((source) => changeRoutes(source, driver)),
     ...userRoutes(directory),
     ...groupRoutes(directory),
     ...tokenRoutes(tokens, options.config.authentication),
@@ -142,6 +156,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     tokens,
     driver,
     bus,
+    tasks,
     log,
     listen: (port, host) =>
       new Promise((resolve, reject) => {
@@ -163,6 +178,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       grace.unref()
       if (server.listening) await stopped
       clearTimeout(grace)
+      tasks.close()
       unsubscribeDriver()
       await driver.close()
       db.close()

@@ -40,3 +40,6 @@ export const alreadyExists = (type: string, field: string, value: string): KeelE
 
 export const incorrectState = (data: { actual: unknown; expected: unknown; object?: string; property?: string }): KeelError =>
   new KeelError('INCORRECT_STATE', 'incorrect state', data)
+
+export const aborted = (reason?: string): KeelError =>
+  new KeelError('ABORTED', reason === undefined ? 'the operation was aborted' : `the operation was aborted: ${reason}`)

@@ -57,7 +57,7 @@ function alarmSource(driver: Driver): CollectionSource {
   const view = (message: XoRecord): XoRecord | undefined => {
     let alarm = views.get(message)
     if (alarm === undefined) {
-      const made: XoRecord | null = messageToAlarm(message) ?? null
+      const made: XoRecord | null = messageToAlarm(message, (id) => driver.getObject(id)) ?? null
       views.set(message, made)
       alarm = made
     }

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { Driver, XoRecord } from '../driver/types.js'
 import { noSuchObject } from '../errors.js'
-import { NDJSON_TYPE, sendJson, streamText } from '../http/reply.js'
+import { NDJSON_TYPE, sendJson, streamChunks } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { ErrorResponses } from '../http/schemas.js'
 import { messageToAlarm } from '../model/alarm.js'
@@ -210,7 +210,7 @@ export function dashboardRoutes(deps: DashboardDeps): RouteDef[] {
         const pool = deps.driver.getObject(id)
         if (pool === undefined || pool.type !== 'pool') throw noSuchObject(id, 'pool')
         const dashboard = poolDashboard(deps, pool)
-        if (query['ndjson'] === true) await streamText(res, 200, NDJSON_TYPE, ndjsonSections(dashboard))
+        if (query['ndjson'] === true) await streamChunks(res, 200, NDJSON_TYPE, ndjsonSections(dashboard))
         else sendJson(res, 200, dashboard)
       },
     }),

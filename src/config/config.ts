@@ -11,6 +11,8 @@ export interface Config {
     readonly failedLoginDelay: number
   }
   readonly log: { readonly level: string }
+  readonly tasks: { readonly keep: number }
+  readonly lab: { readonly stepDelay: number }
 }
 
 export class ConfigError extends Error {
@@ -77,6 +79,14 @@ const sections = {
       maxTokenValidity: { read: durationReader, default: parseDuration('0.5 year') },
       failedLoginDelay: { read: durationReader, default: 1000 },
     },
+  },
+  tasks: {
+    field: 'tasks',
+    keys: { keep: { read: integerReader(0, 1_000_000), default: 1000 } },
+  },
+  lab: {
+    field: 'lab',
+    keys: { stepDelay: { read: durationReader, default: 400 } },
   },
   log: {
     field: 'log',

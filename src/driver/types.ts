@@ -22,7 +22,7 @@ export interface ObjectChange {
 
 export type ChangeListener = (change: ObjectChange) => void
 
-export interface Driver {
+export interface Driver extends DriverOperations {
   /** Loads (and on first start seeds) the object index. */
   open(): Promise<void>
   close(): Promise<void>
@@ -34,4 +34,35 @@ export interface Driver {
   getObject(id: string): XoRecord | undefined
   /** Subscribes to every change; returns the unsubscribe function. */
   subscribe(listener: ChangeListener): () => void
+}
+
+/** What a long operation may use while it runs. */
+export interface OperationContext {
+  /** aborted when the task is asked to stop; long operations check it and end with an abort error */
+  readonly signal: AbortSignal
+  /** the acting user's id (recorded on created objects) */
+  readonly userId: string
+  /** reports completion, 0 to 100 */
+  progress(percent: number): void
+}
+
+/** The object an operation created, for `201 {id}` and `Location`. */
+export interface Created {
+  readonly id: string
+  readonly type: string
+}
+
+/**
+ * The operations a driver carries out. Names and parameters are the REST
+ * API's own (src/model/operations.ts), already validated against their
+ * schemas, with every referenced object checked to exist. Semantic failures
+ * are KeelErrors (INCORRECT_STATE with `{actual, expected}`, INVALID_PARAMETERS,
+ * NO_SUCH_OBJECT, ABORTED). Every change is durable before the promise settles.
+ */
+export interface DriverOperations {
+  perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined>
+  /** applies all fields or none */
+  update(object: XoRecord, patch: Readonly<Record<string, unknown>>): Promise<void>
+  destroy(object: XoRecord, context: OperationContext): Promise<void>
+  setTag(object: XoRecord, tag: string, present: boolean): Promise<void>
 }

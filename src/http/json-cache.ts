@@ -1,39 +1,51 @@
 import { LRUCache } from 'lru-cache'
 
-interface Entry {
-  readonly record: object
-  readonly text: string
-}
-
 /**
- * Each record's JSON text, per variant (whole record, or one field set),
+ * Each record's JSON bytes, per variant (whole record, href, one field set),
  * produced once and reused until the record changes. Records are immutable
- * snapshots replaced on change, so "changed" is "a different object": an
- * entry whose record is not the one asked about is simply stale.
- * Measured in bench/RESULTS.md: joining cached texts is several times cheaper
- * than serializing each listing afresh.
+ * snapshots replaced on change, so "changed" is "a different object": texts
+ * hang off the record object itself and a new object simply has none yet.
+ *
+ * Lookups go through a WeakMap keyed by the record (no key string to build or
+ * hash: building `variant + id` keys cost more than the serialization it
+ * saved, bench/RESULTS.md). The byte bound is an lru-cache over the same
+ * records, sized by the texts each holds; evicting a record drops its texts.
+ * A hit does not refresh recency: a hot record that ages out is rebuilt once.
  */
 export class JsonCache {
-  readonly #lru: LRUCache<string, Entry>
+  readonly #texts = new WeakMap<object, Map<string, Buffer>>()
+  readonly #budget: LRUCache<object, number>
 
   constructor(maxBytes: number) {
-    this.#lru = new LRUCache<string, Entry>({
+    this.#budget = new LRUCache<object, number>({
       maxSize: maxBytes,
-      // JS strings of JSON are mostly one byte per char in V8 (latin1); the key and entry cost a little more.
-      sizeCalculation: (entry, key) => entry.text.length + key.length + 64,
+      sizeCalculation: (bytes) => bytes,
+      // 'set' also disposes the old size of a record that gained a variant: keep its texts then.
+      dispose: (_bytes, record, reason) => {
+        if (reason !== 'set') this.#texts.delete(record)
+      },
     })
   }
 
-  text(record: { readonly id: string }, variant: string, produce: () => string): string {
-    const key = variant + '\0' + record.id
-    const entry = this.#lru.get(key)
-    if (entry !== undefined && entry.record === record) return entry.text
-    const text = produce()
-    this.#lru.set(key, { record, text })
+  /** The text as UTF-8 bytes: a listing then costs memory copies, not string encoding per request. */
+  bytes(record: object, variant: string, produce: () => string | Buffer): Buffer {
+    let texts = this.#texts.get(record)
+    const hit = texts?.get(variant)
+    if (hit !== undefined) return hit
+    const produced = produce()
+    const text = typeof produced === 'string' ? Buffer.from(produced) : produced
+    const cost = text.length + variant.length + 64
+    if (texts === undefined) {
+      texts = new Map()
+      this.#texts.set(record, texts)
+    }
+    texts.set(variant, text)
+    this.#budget.set(record, (this.#budget.peek(record) ?? 0) + cost)
     return text
   }
 
+  /** bytes held, as counted against the bound */
   get size(): number {
-    return this.#lru.calculatedSize
+    return this.#budget.calculatedSize
   }
 }

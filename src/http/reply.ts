@@ -1,5 +1,4 @@
 import type { ServerResponse } from 'node:http'
-import { once } from 'node:events'
 
 export const JSON_TYPE = 'application/json; charset=utf-8'
 export const NDJSON_TYPE = 'application/x-ndjson'
@@ -34,31 +33,55 @@ export function redirect(res: ServerResponse, status: 302 | 307, location: strin
 }
 
 /**
- * Writes text pieces as they come, waiting for 'drain' whenever the socket
- * buffer is full, so a large listing never sits in memory whole. Pieces are
- * coalesced into ~64 KiB writes: one syscall per fragment would cost more than
- * the serialization we saved by caching. Stops early if the client goes away.
+ * Writes pieces as they come, waiting for 'drain' whenever the socket buffer
+ * is full, so a large listing never sits in memory whole. Pieces are
+ * coalesced into ~64 KiB writes: one write per record would cost more than
+ * the serialization the cache saves. Stops early if the client goes away.
  */
-export async function streamText(
+export async function streamChunks(
   res: ServerResponse,
   status: number,
   contentType: string,
-  pieces: Iterable<string>,
+  pieces: Iterable<string | Buffer>,
 ): Promise<void> {
   res.statusCode = status
   res.setHeader('Content-Type', contentType)
-  let batch = ''
+  let batch: Buffer[] = []
+  let size = 0
   for (const piece of pieces) {
-    batch += piece
-    if (batch.length < 65536) continue
+    const bytes = typeof piece === 'string' ? Buffer.from(piece) : piece
+    batch.push(bytes)
+    size += bytes.length
+    if (size < 65536) continue
     if (res.destroyed) return
-    const ok = res.write(batch)
-    batch = ''
+    const ok = res.write(Buffer.concat(batch, size))
+    batch = []
+    size = 0
     if (!ok) {
-      await Promise.race([once(res, 'drain'), once(res, 'close')])
+      await drained(res)
       if (res.destroyed) return
     }
   }
   if (res.destroyed) return
-  res.end(batch)
+  res.end(Buffer.concat(batch, size))
+}
+
+export function sendJsonBytes(res: ServerResponse, status: number, bytes: Buffer): void {
+  res.statusCode = status
+  res.setHeader('Content-Type', JSON_TYPE)
+  res.setHeader('Content-Length', bytes.length)
+  res.end(bytes)
+}
+
+/** Resolves on 'drain' or 'close', whichever comes first, leaving no listener behind. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done)
+      res.off('close', done)
+      resolve()
+    }
+    res.on('drain', done)
+    res.on('close', done)
+  })
 }

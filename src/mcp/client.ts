@@ -16,12 +16,10 @@ export type FailureKind = 'config' | 'network' | 'timeout' | 'auth' | 'forbidden
 
 export class BridgeError extends Error {
   readonly kind: FailureKind
-  readonly status: number | undefined
-  constructor(kind: FailureKind, message: string, status?: number) {
+  constructor(kind: FailureKind, message: string) {
     super(message)
     this.name = 'BridgeError'
     this.kind = kind
-    this.status = status
   }
 }
 
@@ -111,7 +109,7 @@ export class RestClient {
       try {
         return JSON.parse(text) as T
       } catch {
-        throw new BridgeError('protocol', `Keel returned invalid JSON for GET ${url.pathname}${url.search}.`, response.status)
+        throw new BridgeError('protocol', `Keel returned invalid JSON for GET ${url.pathname}${url.search}.`)
       }
     }
   }
@@ -134,7 +132,11 @@ export class RestClient {
       return await response.text()
     } catch (error) {
       const failure = this.#transportError(error)
-      throw failure.kind === 'timeout' ? failure : new BridgeError('network', `Reading the answer to GET ${url.pathname} failed: ${failure.message}`)
+      if (failure.kind === 'timeout') throw failure
+      throw new BridgeError(
+        'network',
+        `The connection to Keel at ${this.#config.url} broke while reading the answer to GET ${url.pathname} (${networkCode(error) ?? (error as Error).message}).`,
+      )
     }
   }
 
@@ -165,8 +167,8 @@ export class RestClient {
         ? 'the host name does not resolve'
         : code === 'ECONNREFUSED'
           ? 'nothing is listening there'
-          : code !== undefined && /CERT|SSL|TLS/.test(code)
-            ? 'the TLS certificate is not trusted (for a private CA, set NODE_EXTRA_CA_CERTS)'
+          : code !== undefined && /CERT|SSL|TLS|UNABLE_TO_VERIFY|SIGNATURE/.test(code)
+            ? 'the TLS certificate is not accepted (expired, for another host name, or from an unknown authority: for a private CA, set NODE_EXTRA_CA_CERTS)'
             : 'the service is unreachable'
     return new BridgeError(
       'network',
@@ -188,7 +190,7 @@ export class RestClient {
         credentials.kind === 'token'
           ? `Authentication failed: Keel refused the token in ${credentials.variable}; it is wrong, has expired or has been revoked. Create a new token (keel token create, or POST /rest/v0/users/me/authentication_tokens) and update ${credentials.variable}.`
           : `Authentication failed: Keel refused the username and password in ${credentials.variables} (user ${credentials.username}). Check both values.`
-      return new BridgeError('auth', message, status)
+      return new BridgeError('auth', message)
     }
     if (status === 403) {
       const missing = (body?.data?.missingPrivileges ?? [])
@@ -199,10 +201,10 @@ export class RestClient {
         missing !== ''
           ? `Permission denied: ${who} lacks the privilege ${missing}. Ask an administrator to grant it through a role, or use an administrator account.`
           : `Permission denied: ${errorText(body, 'forbidden')}. This needs an administrator account; ${who} is not one.`
-      return new BridgeError('forbidden', message, status)
+      return new BridgeError('forbidden', message)
     }
-    if (status === 404) return new BridgeError('not-found', `Not found: ${errorText(body, 'the object or route does not exist')}.`, status)
+    if (status === 404) return new BridgeError('not-found', `Not found: ${errorText(body, 'the object or route does not exist')}.`)
     const reason = `${status}${response.statusText === '' ? '' : ' ' + response.statusText}`
-    return new BridgeError('http', `Keel API error (${reason}): ${errorText(body, text.slice(0, 500) || 'no details')}`, status)
+    return new BridgeError('http', `Keel API error (${reason}): ${errorText(body, text.slice(0, 500) || 'no details')}`)
   }
 }

@@ -33,7 +33,6 @@ export const DOC_TOPIC_SUMMARIES: Readonly<Record<DocTopic, string>> = {
   releases: 'versions, compatibility promises and what each release contains',
 }
 
-export async function readDocPage(topic: DocTopic, dir: string = docsDir): Promise<{ text: string; path: string }> {
-  const path = join(dir, `${topic}.md`)
-  return { text: await readFile(path, 'utf8'), path }
+export function readDocPage(topic: DocTopic): Promise<string> {
+  return readFile(join(docsDir, `${topic}.md`), 'utf8')
 }

@@ -7,7 +7,8 @@ import { z } from 'zod'
  */
 
 const count = z.number().int().min(0)
-const percent = z.number().describe('0 to 100 (may exceed 100 when overcommitted)')
+// null where a compatible server divided by zero (NaN becomes null in JSON)
+const percent = z.number().nullable().describe('0 to 100 (may exceed 100 when overcommitted)')
 
 export const InfrastructureSummary = z.looseObject({
   pools: z.looseObject({ total: count, names: z.array(z.string()) }),

@@ -14,7 +14,7 @@ function packageVersion(): string {
 }
 
 /** The bridge's MCP server: every tool and the prompt, bound to one service instance. */
-export function createBridgeServer(client: RestClient, options: { docsDir?: string } = {}): McpServer {
+export function createBridgeServer(client: RestClient): McpServer {
   const server = new McpServer(
     { name: 'keel-mcp', title: 'Keel', version: packageVersion() },
     {
@@ -27,7 +27,7 @@ export function createBridgeServer(client: RestClient, options: { docsDir?: stri
   )
   registerOverviewTools(server, client)
   registerCollectionTools(server, client)
-  registerDocsTool(server, options.docsDir)
+  registerDocsTool(server)
   registerPrompts(server)
   return server
 }

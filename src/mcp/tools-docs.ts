@@ -5,7 +5,7 @@ import { attempt, READ_ONLY, textResult } from './results.js'
 
 const topicList = DOC_TOPICS.map((topic) => `\`${topic}\` (${DOC_TOPIC_SUMMARIES[topic]})`).join('; ')
 
-export function registerDocsTool(server: McpServer, docsDir?: string): void {
+export function registerDocsTool(server: McpServer): void {
   server.registerTool(
     'search_documentation',
     {
@@ -16,8 +16,8 @@ export function registerDocsTool(server: McpServer, docsDir?: string): void {
     },
     ({ topic }) =>
       attempt('read the documentation', async () => {
-        const page = await readDocPage(topic, docsDir)
-        return textResult(`# Keel documentation: ${topic}\nSource: docs/${topic}.md (bundled with keel-mcp)\n\n${page.text}`)
+        const page = await readDocPage(topic)
+        return textResult(`# Keel documentation: ${topic}\nSource: docs/${topic}.md (bundled with keel-mcp)\n\n${page}`)
       }),
   )
 }

@@ -50,4 +50,13 @@ export const migrations: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  // 3: tasks, kept across restarts (pending ones become interrupted)
+  `
+  CREATE TABLE tasks (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    data TEXT NOT NULL
+  );
+  CREATE INDEX tasks_by_status ON tasks(status);
+  `,
 ]

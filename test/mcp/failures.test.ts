@@ -138,6 +138,35 @@ t.test('the bridge only ever sends GET, with the credential of its mode', async 
   t.ok(seen.some((request) => request.url === '/rest/v0/pools/p/dashboard?ndjson=false'))
 })
 
+t.test('redirects are followed on the same server only', async (t) => {
+  const seen: Array<{ url: string | undefined; cookie: string | undefined }> = []
+  const other = createServer((req, res) => {
+    seen.push({ url: `other ${req.url}`, cookie: req.headers.cookie })
+    res.end('[]')
+  })
+  const otherUrl = await listen(other)
+  const redirecting = createServer((req, res) => {
+    seen.push({ url: req.url, cookie: req.headers.cookie })
+    if (req.url?.startsWith('/rest/v0/pools?') === true) res.writeHead(307, { location: '/moved/pools' }).end()
+    else if (req.url === '/moved/pools') res.writeHead(200, { 'content-type': 'application/json' }).end('[{"id":"p"}]')
+    else res.writeHead(302, { location: `${otherUrl}/rest/v0/vms` }).end()
+  })
+  const url = await listen(redirecting)
+  t.teardown(() => {
+    redirecting.close()
+    other.close()
+  })
+  const bridge = await startBridge({ KEEL_URL: url, KEEL_TOKEN: 'secret' })
+  t.teardown(() => bridge.close())
+  const pools = await bridge.call('list_pools')
+  t.same(JSON.parse(pools.text), [{ id: 'p' }], 'followed')
+  t.same(seen.slice(-1), [{ url: '/moved/pools', cookie: 'authenticationToken=secret' }])
+  const vms = await bridge.call('list_vms')
+  t.equal(vms.result.isError, true)
+  t.match(vms.text, `Keel redirected /rest/v0/vms to another server (${otherUrl}); the bridge does not send credentials there.`)
+  t.notOk(seen.some((request) => request.url?.startsWith('other') === true), 'the other server got nothing')
+})
+
 t.test('credentials the service refuses', async (t) => {
   const server = await startServer()
   t.teardown(() => server.close())

@@ -4,7 +4,7 @@ import type { VbdRecord, VdiRecord, VdiSnapshotRecord, VifRecord } from '../../m
 import type { ExpandContext, NetworkEntry, PoolScope, SrEntry } from './expand-context.js'
 import { MiB } from './units.js'
 
-const diskDevice = (position: number): string => `xvd${String.fromCharCode(97 + position)}`
+export const diskDevice = (position: number): string => `xvd${String.fromCharCode(97 + position)}`
 
 export const dottedIpv4 = (ip: number): string => [ip >>> 24, (ip >>> 16) & 0xff, (ip >>> 8) & 0xff, ip & 0xff].join('.')
 

@@ -268,7 +268,7 @@ const copySettings = (settings: VmSettings): VmSettings => ({
   bios_strings: { ...settings.bios_strings },
 })
 
-function guestAgentFields(os: OsProfile): Partial<VmRecord> {
+export function guestAgentFields(os: OsProfile): Partial<VmRecord> {
   const [major = '0', minor = '0'] = os.pvDriversVersion.split('.')
   return {
     managementAgentDetected: true,

@@ -1,0 +1,165 @@
+import { Type, type TObject } from '@sinclair/typebox'
+import type { Principal } from '../auth/principal.js'
+import type { Created, Driver, XoRecord } from '../driver/types.js'
+import { noSuchObject } from '../errors.js'
+import { sendJson, sendNoContent } from '../http/reply.js'
+import { defineRoute, type RouteDef } from '../http/route.js'
+import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schemas.js'
+import { actionsByType, type ActionSpec } from '../model/operations.js'
+import type { TaskContext, TaskManager } from '../tasks/manager.js'
+import { BASE } from './read.js'
+import type { CollectionSource } from './sources.js'
+
+/** An action as routes see it: its spec and what carries it out. */
+export interface ActionBinding {
+  readonly spec: ActionSpec
+  run(object: XoRecord, params: Readonly<Record<string, unknown>>, context: TaskContext & { userId: string }): Promise<Created | undefined>
+}
+
+export interface ActionDeps {
+  readonly tasks: TaskManager
+  readonly driver: Driver
+  /** REST collection name of each object type, for Location headers */
+  readonly collectionOf: (type: string) => string | undefined
+}
+
+const SyncQuery = Type.Object({
+  sync: Type.Optional(Type.Boolean({ description: 'Wait for the action to finish: 204, or 201 with the created id, or the error' })),
+})
+
+const TaskAccepted = Type.Object({ taskId: Type.String() }, { $id: 'TaskAccepted' })
+
+/** The bindings of the driver's actions for one source. */
+export function driverActions(source: CollectionSource, driver: Driver): ActionBinding[] {
+  return (actionsByType[source.type] ?? []).map((spec) => ({
+    spec,
+    run: (object, params, context) => driver.perform(object, spec.name, params, context),
+  }))
+}
+
+/**
+ * `POST /<collection>/:id/actions/<action>` and the discovery routes. The
+ * target and every object a parameter names are resolved before a task is
+ * created, so that missing objects are a synchronous 404, never a failed task.
+ */
+export function actionRoutes(source: CollectionSource, bindings: readonly ActionBinding[], deps: ActionDeps): RouteDef[] {
+  if (bindings.length === 0) return []
+  const base = `${BASE}/${source.name}/:id/actions`
+  const IdParams = Type.Object({ id: Type.String() })
+  const read = { privilege: { resource: source.resource, action: 'read' } }
+  const target = (id: string): XoRecord => {
+    const object = source.get(id)
+    if (object === undefined) throw noSuchObject(id, source.type)
+    return object
+  }
+  const byName = new Map(bindings.map((binding) => [binding.spec.name, binding]))
+
+  const perform = (binding: ActionBinding): RouteDef =>
+    defineRoute({
+      method: 'POST',
+      path: `${base}/${binding.spec.name}`,
+      operationId: `${source.name}-${binding.spec.name}`,
+      summary: binding.spec.summary,
+      tags: [source.name],
+      access: { privilege: { resource: source.resource, action: binding.spec.privilege } },
+      params: IdParams,
+      query: SyncQuery,
+      body: binding.spec.params,
+      responses: {
+        202: { description: 'Accepted: follow the task at Location', schema: TaskAccepted },
+        201: { description: 'sync=true: done, created this object (Location points at it)', schema: CreatedSchema },
+        204: { description: 'sync=true: done' },
+        ...BodyErrorResponses,
+      },
+      handler: async ({ res, params, query, body, principal }) => {
+        const id = params['id'] as string
+        const object = target(id)
+        const args = (body ?? {}) as Record<string, unknown>
+        for (const [param, type] of Object.entries(binding.spec.refs ?? {})) {
+          const ref = args[param]
+          if (typeof ref !== 'string') continue
+          if (deps.driver.getObject(ref)?.type !== type) throw noSuchObject(ref, type)
+        }
+        const userId = (principal as Principal).id
+        const { task, done } = deps.tasks.run(
+          {
+            name: `REST API: ${binding.spec.name} ${source.type}`,
+            objectId: id,
+            objectType: source.type,
+            userId,
+            type: 'xo:rest-api:action',
+            params: args,
+          },
+          (context) => binding.run(object, args, { ...context, userId }),
+        )
+        if (query['sync'] !== true) {
+          sendJson(res, 202, { taskId: task.id }, { Location: `${BASE}/tasks/${task.id}` })
+          return
+        }
+        const created = await done
+        if (created === undefined) {
+          sendNoContent(res)
+          return
+        }
+        const collection = deps.collectionOf(created.type)
+        sendJson(res, 201, { id: created.id }, collection === undefined ? undefined : { Location: `${BASE}/${collection}/${created.id}` })
+      },
+    })
+
+  return [
+    ...bindings.map(perform),
+    defineRoute({
+      method: 'GET',
+      path: base,
+      operationId: `${source.name}-actions`,
+      summary: `Names of the actions on one object of ${source.name}`,
+      tags: [source.name],
+      access: read,
+      params: IdParams,
+      responses: { 200: { description: 'Action names', schema: Type.Array(Type.String()) }, ...ErrorResponses },
+      handler: ({ res, params }) => {
+        target(params['id'] as string)
+        sendJson(res, 200, bindings.map((binding) => binding.spec.name))
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: `${base}/:action`,
+      operationId: `${source.name}-action`,
+      summary: 'One action: its name and the JSON schema of its parameters',
+      tags: [source.name],
+      access: read,
+      params: Type.Object({ id: Type.String(), action: Type.String() }),
+      responses: {
+        200: { description: 'The action', schema: Type.Object({ name: Type.String(), params: Type.Object({}, { additionalProperties: true }) }) },
+        ...ErrorResponses,
+      },
+      handler: ({ res, params }) => {
+        target(params['id'] as string)
+        const binding = byName.get(params['action'] as string)
+        if (binding === undefined) throw noSuchObject(params['action'] as string, 'action')
+        sendJson(res, 200, { name: binding.spec.name, params: plainSchema(binding.spec.params) })
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: `${base}/:action`,
+      operationId: `${source.name}-unknown-action`,
+      summary: 'Unknown actions',
+      tags: [source.name],
+      access: read,
+      hidden: true,
+      params: Type.Object({ id: Type.String(), action: Type.String() }),
+      responses: ErrorResponses,
+      handler: ({ params }) => {
+        target(params['id'] as string)
+        throw noSuchObject(params['action'] as string, 'action')
+      },
+    }),
+  ]
+}
+
+/** TypeBox adds symbol keys; clients get plain JSON Schema. */
+function plainSchema(schema: TObject): unknown {
+  return JSON.parse(JSON.stringify(schema)) as unknown
+}

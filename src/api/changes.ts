@@ -1,0 +1,85 @@
+import { Type } from '@sinclair/typebox'
+import type { Driver, OperationContext, XoRecord } from '../driver/types.js'
+import { noSuchObject } from '../errors.js'
+import { sendNoContent } from '../http/reply.js'
+import { defineRoute, type RouteDef } from '../http/route.js'
+import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
+import { deletableTypes, patchByType, taggableTypes } from '../model/operations.js'
+import { BASE } from './read.js'
+import type { CollectionSource } from './sources.js'
+
+const done = { description: 'Done' }
+
+/** DELETE runs without a task: nothing can abort it, and progress has no reader. */
+const immediate = (userId: string): OperationContext => ({ signal: new AbortController().signal, userId, progress: () => {} })
+
+/** PATCH, DELETE and the tag item routes of one source, as far as its type allows them. */
+export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef[] {
+  const routes: RouteDef[] = []
+  const path = `${BASE}/${source.name}/:id`
+  const target = (id: string): XoRecord => {
+    const object = source.get(id)
+    if (object === undefined) throw noSuchObject(id, source.type)
+    return object
+  }
+  const patch = patchByType[source.type]
+  if (patch !== undefined) {
+    routes.push(
+      defineRoute({
+        method: 'PATCH',
+        path,
+        operationId: `update-${source.name}`,
+        summary: `Change fields of one object of ${source.name}; all or nothing`,
+        tags: [source.name],
+        access: { privilege: { resource: source.resource, action: 'update' } },
+        params: Type.Object({ id: Type.String() }),
+        body: patch,
+        bodyRequired: true,
+        responses: { 204: done, ...BodyErrorResponses },
+        handler: async ({ res, params, body }) => {
+          await driver.update(target(params['id'] as string), body as Record<string, unknown>)
+          sendNoContent(res)
+        },
+      }),
+    )
+  }
+  if (deletableTypes.includes(source.type)) {
+    routes.push(
+      defineRoute({
+        method: 'DELETE',
+        path,
+        operationId: `delete-${source.name}`,
+        summary: `Destroy one object of ${source.name}`,
+        tags: [source.name],
+        access: { privilege: { resource: source.resource, action: 'delete' } },
+        params: Type.Object({ id: Type.String() }),
+        responses: { 204: done, ...BodyErrorResponses },
+        handler: async ({ res, params, principal }) => {
+          await driver.destroy(target(params['id'] as string), immediate(principal?.id ?? ''))
+          sendNoContent(res)
+        },
+      }),
+    )
+  }
+  if (taggableTypes.includes(source.type)) {
+    for (const method of ['PUT', 'DELETE'] as const) {
+      routes.push(
+        defineRoute({
+          method,
+          path: `${path}/tags/:tag`,
+          operationId: `${method === 'PUT' ? 'add' : 'remove'}-${source.name}-tag`,
+          summary: method === 'PUT' ? 'Add one tag (idempotent; URL-encode it)' : 'Remove one tag (idempotent)',
+          tags: [source.name],
+          access: { privilege: { resource: source.resource, action: 'update:tags' } },
+          params: Type.Object({ id: Type.String(), tag: Type.String({ minLength: 1, maxLength: 255 }) }),
+          responses: { 204: done, ...ErrorResponses },
+          handler: async ({ res, params }) => {
+            await driver.setTag(target(params['id'] as string), params['tag'] as string, method === 'PUT')
+            sendNoContent(res)
+          },
+        }),
+      )
+    }
+  }
+  return routes
+}

@@ -1,0 +1,134 @@
+import { incorrectState } from '../../../errors.js'
+import type { HostRecord } from '../../../model/records.js'
+import { move, refreshHostMemory, seconds } from './guest.js'
+import type { ActionHandler } from './params.js'
+import { liveGuests, planEvacuation } from './placement.js'
+import type { Frozen, Plan } from './plan.js'
+import { preview, Run, type Operation } from './run.js'
+
+/**
+ * Host power and maintenance. A host stops only once its live VMs have moved
+ * away: it is disabled first so that nothing new lands on it, the VMs are
+ * migrated one step each, then it goes down. If the evacuation fails or is
+ * aborted, the host is enabled again as it was.
+ */
+
+/** Steps a host takes to boot once powered on. */
+const BOOT_WAITS = 2
+
+function requireHostState(host: Frozen<HostRecord>, expected: HostRecord['power_state']): void {
+  if (host.power_state !== expected) {
+    throw incorrectState({ actual: host.power_state, expected, object: host.id, property: 'power_state' })
+  }
+}
+
+export function setEnabled(plan: Plan, hostId: string, enabled: boolean): void {
+  const host = plan.edit(hostId, 'host')
+  requireHostState(host, 'Running')
+  host.enabled = enabled
+}
+
+/** The host goes down with its control domain; suspended VMs stay with it. */
+export function haltHost(plan: Plan, hostId: string): void {
+  const host = plan.edit(hostId, 'host')
+  requireHostState(host, 'Running')
+  const [stayed] = liveGuests(plan, host)
+  if (stayed !== undefined) {
+    throw incorrectState({ actual: stayed.power_state, expected: 'Halted', object: stayed.id, property: 'power_state' })
+  }
+  host.power_state = 'Halted'
+  host.enabled = false
+  if (host.controlDomain !== undefined) {
+    const controller = plan.edit(host.controlDomain, 'VM-controller')
+    controller.power_state = 'Halted'
+    controller.startTime = null
+  }
+  refreshHostMemory(plan, hostId)
+}
+
+/** The host is up again, enabled, with a new boot time. */
+export function bootHost(plan: Plan, hostId: string, now: number): void {
+  const host = plan.edit(hostId, 'host')
+  requireHostState(host, 'Halted')
+  const time = seconds(now)
+  host.power_state = 'Running'
+  host.enabled = true
+  host.startTime = time
+  host.agentStartTime = time
+  host.rebootRequired = false
+  host.otherConfig = { ...host.otherConfig, boot_time: `${time}.`, agent_start_time: `${time}.` }
+  if (host.controlDomain !== undefined) {
+    const controller = plan.edit(host.controlDomain, 'VM-controller')
+    controller.power_state = 'Running'
+    controller.startTime = time
+  }
+  refreshHostMemory(plan, hostId)
+}
+
+/** Steps `stopHost` takes for a host in the current state. */
+export function stopSteps(plan: Plan, hostId: string, reboot: boolean): number {
+  const host = plan.get(hostId, 'host')
+  requireHostState(host, 'Running')
+  return (host.enabled ? 1 : 0) + planEvacuation(plan, hostId).length + 1 + (reboot ? BOOT_WAITS + 1 : 0)
+}
+
+/** Evacuates and stops a host (and boots it again for a reboot), as steps of `run`. */
+export async function stopHost(run: Run, clock: () => number, hostId: string, reboot: boolean): Promise<void> {
+  let disabled = false
+  try {
+    if (run.read((plan) => plan.get(hostId, 'host').enabled)) {
+      await run.apply((plan) => setEnabled(plan, hostId, false))
+      disabled = true
+    }
+    // Planned again at each step: VMs may have started, stopped or moved meanwhile.
+    while (run.read((plan) => planEvacuation(plan, hostId).length > 0)) {
+      await run.apply((plan) => {
+        const [next] = planEvacuation(plan, hostId)
+        if (next !== undefined) move(plan, next.vm, next.to)
+      })
+    }
+  } catch (error) {
+    if (disabled) {
+      run.applyNow((plan) => {
+        const host = plan.get(hostId, 'host')
+        if (host.power_state === 'Running' && !host.enabled) setEnabled(plan, hostId, true)
+      })
+    }
+    throw error
+  }
+  await run.apply((plan) => haltHost(plan, hostId))
+  if (!reboot) return
+  run.pastPointOfNoReturn()
+  await run.wait(BOOT_WAITS)
+  await run.apply((plan) => bootHost(plan, hostId, clock()))
+}
+
+const stopAction =
+  (reboot: boolean): ActionHandler =>
+  async (op: Operation, object) => {
+    const steps = preview(op.env, (plan) => stopSteps(plan, object.id, reboot))
+    await stopHost(new Run(op, steps), op.env.clock, object.id, reboot)
+    return undefined
+  }
+
+const enableAction =
+  (enabled: boolean): ActionHandler =>
+  async (op, object) => {
+    preview(op.env, (plan) => setEnabled(plan, object.id, enabled))
+    await new Run(op, 1).apply((plan) => setEnabled(plan, object.id, enabled))
+    return undefined
+  }
+
+export const hostActions: Readonly<Record<string, ActionHandler>> = {
+  disable: enableAction(false),
+  enable: enableAction(true),
+  clean_reboot: stopAction(true),
+  clean_shutdown: stopAction(false),
+  start: async (op, object) => {
+    preview(op.env, (plan) => bootHost(plan, object.id, op.env.clock()))
+    const run = new Run(op, BOOT_WAITS + 2)
+    await run.wait(BOOT_WAITS + 1)
+    await run.apply((plan) => bootHost(plan, object.id, op.env.clock()))
+    return undefined
+  },
+}

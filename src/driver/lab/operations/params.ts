@@ -1,0 +1,23 @@
+import { invalidParameters } from '../../../errors.js'
+import type { Created, XoRecord } from '../../types.js'
+import type { Operation } from './run.js'
+
+export type Params = Readonly<Record<string, unknown>>
+
+/** One action of one type, carried out by the lab. */
+export type ActionHandler = (op: Operation, object: XoRecord, params: Params) => Promise<Created | undefined>
+
+// The REST layer has validated the parameters against their schemas; these
+// only keep a direct caller from reaching the lab with the wrong types.
+
+export function optionalString(params: Params, key: string): string | undefined {
+  const value = params[key]
+  if (value === undefined || typeof value === 'string') return value
+  throw invalidParameters([{ path: `body.${key}`, message: 'must be a string' }])
+}
+
+export function requiredString(params: Params, key: string): string {
+  const value = optionalString(params, key)
+  if (value === undefined) throw invalidParameters([{ path: `body.${key}`, message: 'is required' }])
+  return value
+}

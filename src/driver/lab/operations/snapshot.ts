@@ -1,0 +1,237 @@
+import { incorrectState, invalidParameters } from '../../../errors.js'
+import type { VmRecord, VmSnapshotRecord } from '../../../model/records.js'
+import { addVbd, addVdi, addVdiSnapshot, addVif, identity, randomMac } from './builders.js'
+import { ALL_STATES, clearRuntime, haltedContainer, requirePowerState, seconds } from './guest.js'
+import { addToList } from './lists.js'
+import { optionalString, requiredString, type ActionHandler } from './params.js'
+import type { Frozen, Plan } from './plan.js'
+import { runTransition, transitionSteps } from './power.js'
+import { preview, Run } from './run.js'
+import { accountDisk, freeSpace, isThick } from './sr-usage.js'
+
+/**
+ * Snapshots, fast clones and reverts. None copies disk contents: new disks
+ * share their blocks with the originals (thick SRs reserve the space), so
+ * each takes the same steps and the same number of records whatever the
+ * disk sizes.
+ */
+
+/** Steps that pass before a snapshot or clone shows. */
+const COPY_WAITS = 2
+
+/** A thick SR must have room for the full-size volumes a snapshot or clone reserves. */
+function reserveThick(plan: Plan, vdiIds: readonly string[]): void {
+  const needed = new Map<string, number>()
+  for (const id of vdiIds) {
+    const vdi = plan.get(id, 'VDI')
+    if (isThick(plan.get(vdi.$SR, 'SR'))) needed.set(vdi.$SR, (needed.get(vdi.$SR) ?? 0) + vdi.size)
+  }
+  for (const [srId, bytes] of needed) {
+    const free = freeSpace(plan.get(srId, 'SR'))
+    if (free < bytes) throw incorrectState({ actual: free, expected: bytes, object: srId, property: 'free space' })
+  }
+}
+
+/** The VM's disk drives, as [position, VDI id]. */
+function diskDrives(plan: Plan, vm: Frozen<VmRecord>): Array<{ position: number; vdi: string }> {
+  return vm.$VBDs.flatMap((id) => {
+    const vbd = plan.get(id, 'VBD')
+    return vbd.is_cd_drive || vbd.VDI === undefined ? [] : [{ position: Number(vbd.position), vdi: vbd.VDI }]
+  })
+}
+
+/** The VM's configuration without its runtime state, as a halted copy of it has. */
+function haltedSettings(vm: Frozen<VmRecord>): Omit<VmRecord, 'vulnerabilities'> {
+  const { vulnerabilities: _, ...settings } = structuredClone(vm) as VmRecord
+  clearRuntime(settings)
+  return {
+    ...settings,
+    power_state: 'Halted',
+    current_operations: {},
+    os_version: null,
+    snapshots: [],
+    VIFs: [],
+    $VBDs: [],
+    VTPMs: [],
+    VGPUs: [],
+    $VGPUs: [],
+  }
+}
+
+/** A disk-only snapshot: a halted copy of the VM's settings, a VDI-snapshot per disk and copies of its VIFs. */
+export function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: number): string {
+  const vm = plan.get(vmId, 'VM')
+  requirePowerState(vm, ALL_STATES)
+  const drives = diskDrives(plan, vm)
+  reserveThick(
+    plan,
+    drives.map((drive) => drive.vdi),
+  )
+  const time = seconds(now)
+  const snapshot = plan.add<VmSnapshotRecord>({
+    ...haltedSettings(vm),
+    type: 'VM-snapshot',
+    ...identity(vm.$pool),
+    name_label: name ?? vm.name_label,
+    $container: haltedContainer(plan, vm),
+    snapshot_time: time,
+    $snapshot_of: vm.id,
+  })
+  for (const { position, vdi } of drives) {
+    addVbd(plan, { vm: snapshot, position, vdi: addVdiSnapshot(plan, vdi, time).id, attached: false })
+  }
+  for (const id of vm.VIFs) {
+    const vif = plan.get(id, 'VIF')
+    addVif(plan, { vm: snapshot, device: vif.device, network: vif.$network, mac: vif.MAC, attached: false, like: vif })
+  }
+  const edited = plan.edit(vm.id, 'VM')
+  addToList(edited.snapshots, snapshot.id)
+  // The VM now derives from its newest snapshot, which derives from the one before.
+  edited.parent = snapshot.id
+  return snapshot.id
+}
+
+/** A fast clone of a halted VM: new disks sharing the originals' blocks, new VIFs with new MACs. */
+export function cloneVm(plan: Plan, vmId: string, name: string | undefined, userId: string, now: number): string {
+  const vm = plan.get(vmId, 'VM')
+  requirePowerState(vm, ['Halted'])
+  const drives = diskDrives(plan, vm)
+  reserveThick(
+    plan,
+    drives.map((drive) => drive.vdi),
+  )
+  const { parent: _parent, ...settings } = haltedSettings(vm)
+  const base = identity(vm.$pool)
+  const clone = plan.add<VmRecord>({
+    ...settings,
+    ...base,
+    name_label: name ?? `${vm.name_label} (clone)`,
+    creation: {
+      date: new Date(now).toISOString(),
+      ...(vm.creation?.template === undefined ? {} : { template: vm.creation.template }),
+      user: userId,
+      creator: userId,
+    },
+    bios_strings: 'system-serial-number' in vm.bios_strings ? { ...vm.bios_strings, 'system-serial-number': base.uuid } : { ...vm.bios_strings },
+    vulnerabilities: structuredClone(vm.vulnerabilities) as VmRecord['vulnerabilities'],
+  })
+  for (const id of vm.$VBDs) {
+    const vbd = plan.get(id, 'VBD')
+    const position = Number(vbd.position)
+    if (vbd.is_cd_drive || vbd.VDI === undefined) {
+      addVbd(plan, { vm: clone, position, vdi: vbd.VDI, attached: false, cd: vbd.is_cd_drive })
+      continue
+    }
+    const source = plan.get(vbd.VDI, 'VDI')
+    const disk = addVdi(plan, {
+      sr: source.$SR,
+      poolId: source.$pool,
+      name_label: source.name_label,
+      name_description: source.name_description,
+      size: source.size,
+      tags: source.tags,
+    })
+    addVbd(plan, { vm: clone, position, vdi: disk.id, attached: false })
+  }
+  for (const id of vm.VIFs) {
+    const vif = plan.get(id, 'VIF')
+    addVif(plan, { vm: clone, device: vif.device, network: vif.$network, mac: randomMac(), attached: false, like: vif })
+  }
+  plan.edit(clone.id, 'VM').$container = haltedContainer(plan, clone)
+  return clone.id
+}
+
+/** What a revert puts back: the hardware configuration the snapshot recorded. */
+const RESTORED = [
+  'CPUs',
+  'coresPerSocket',
+  'cpuCap',
+  'cpuWeight',
+  'cpuMask',
+  'memory',
+  'boot',
+  'virtualizationMode',
+  'PV_args',
+  'vga',
+  'videoram',
+  'viridian',
+  'secureBoot',
+  'expNestedHvm',
+  'isNestedVirtEnabled',
+  'hasVendorDevice',
+  'needsVtpm',
+  'nicType',
+] as const
+
+/**
+ * A halted VM takes back its snapshot's configuration and disk sizes. Disks
+ * keep their ids (their contents revert in place); disks added since the
+ * snapshot stay as they are.
+ */
+export function revertVm(plan: Plan, vmId: string, snapshotId: string): void {
+  const snapshot = snapshotOf(plan, vmId, snapshotId)
+  const vm = plan.edit(vmId, 'VM')
+  requirePowerState(vm, ['Halted'])
+  const saved = structuredClone(snapshot) as VmSnapshotRecord
+  const target = vm as Record<string, unknown>
+  for (const field of RESTORED) {
+    if (saved[field] === undefined) delete target[field]
+    else target[field] = saved[field]
+  }
+  vm.parent = snapshot.id
+  const disks = new Set(diskDrives(plan, vm).map((drive) => drive.vdi))
+  for (const vbdId of snapshot.$VBDs) {
+    const copyId = plan.get(vbdId, 'VBD').VDI
+    const copy = copyId === undefined ? undefined : plan.get(copyId, 'VDI-snapshot')
+    if (copy?.$snapshot_of !== undefined && disks.has(copy.$snapshot_of)) restoreDisk(plan, copy.$snapshot_of, copy.size)
+  }
+}
+
+function snapshotOf(plan: Plan, vmId: string, snapshotId: string): Frozen<VmSnapshotRecord> {
+  const snapshot = plan.get(snapshotId, 'VM-snapshot')
+  if (snapshot.$snapshot_of === vmId) return snapshot
+  throw invalidParameters([{ path: 'body.snapshotId', message: `${snapshotId} is not a snapshot of VM ${vmId}` }])
+}
+
+function restoreDisk(plan: Plan, vdiId: string, size: number): void {
+  const vdi = plan.edit(vdiId, 'VDI')
+  accountDisk(plan, vdi, -1)
+  vdi.size = size
+  vdi.usage = isThick(plan.get(vdi.$SR, 'SR')) ? size : Math.min(vdi.usage, size)
+  vdi.chainPhysicalUsage = vdi.usage
+  accountDisk(plan, vdi, 1)
+}
+
+export const snapshotActions: Readonly<Record<string, ActionHandler>> = {
+  snapshot: async (op, object, params) => {
+    const name = optionalString(params, 'name_label')
+    const build = (plan: Plan): string => snapshotVm(plan, object.id, name, op.env.clock())
+    preview(op.env, build)
+    const run = new Run(op, COPY_WAITS + 1)
+    await run.wait(COPY_WAITS)
+    return { id: await run.apply(build), type: 'VM-snapshot' }
+  },
+  clone: async (op, object, params) => {
+    const name = optionalString(params, 'name_label')
+    const build = (plan: Plan): string => cloneVm(plan, object.id, name, op.userId, op.env.clock())
+    preview(op.env, build)
+    const run = new Run(op, COPY_WAITS + 1)
+    await run.wait(COPY_WAITS)
+    return { id: await run.apply(build), type: 'VM' }
+  },
+  // A running VM is powered off first, as XAPI does; the snapshots are disk-only.
+  revert_snapshot: async (op, object, params) => {
+    const snapshotId = requiredString(params, 'snapshotId')
+    const halted = preview(op.env, (plan) => {
+      snapshotOf(plan, object.id, snapshotId)
+      const vm = plan.get(object.id, 'VM')
+      if (vm.power_state === 'Halted') revertVm(plan, vm.id, snapshotId)
+      return vm.power_state === 'Halted'
+    })
+    const run = new Run(op, (halted ? 0 : transitionSteps('hard_shutdown')) + 2)
+    if (!halted) await runTransition(run, op.env.clock, object.id, 'hard_shutdown')
+    await run.wait()
+    await run.apply((plan) => revertVm(plan, object.id, snapshotId))
+    return undefined
+  },
+}

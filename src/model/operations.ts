@@ -1,0 +1,209 @@
+import { Type, type TObject } from '@sinclair/typebox'
+
+/**
+ * The REST API's vocabulary of changes: each action's parameters, the
+ * privilege it needs (spec 2's catalogue), which parameters name other objects
+ * (resolved before any task starts, so a missing one is a synchronous 404),
+ * and what it creates. Drivers implement these names; the routes, their
+ * validation and the OpenAPI document are generated from this table.
+ */
+export interface ActionSpec {
+  readonly name: string
+  readonly summary: string
+  /** the action part of the privilege; the resource is the collection's */
+  readonly privilege: string
+  readonly params: TObject
+  /** parameter → XO type of the object it names */
+  readonly refs?: Readonly<Record<string, string>>
+  /** XO type of the object it creates, if any */
+  readonly creates?: string
+}
+
+const none = Type.Object({}, { additionalProperties: false })
+const params = (properties: Parameters<typeof Type.Object>[0]): TObject =>
+  Type.Object(properties, { additionalProperties: false })
+const Id = (description: string) => Type.String({ minLength: 1, maxLength: 200, description })
+const Label = Type.String({ minLength: 1, maxLength: 255 })
+
+const simple = (name: string, privilege: string, summary: string): ActionSpec => ({ name, privilege, summary, params: none })
+
+export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
+  VM: [
+    {
+      name: 'start',
+      privilege: 'start',
+      summary: 'Start a halted VM, on the given host or one with enough free memory',
+      params: params({ hostId: Type.Optional(Id('host to start the VM on')) }),
+      refs: { hostId: 'host' },
+    },
+    simple('clean_shutdown', 'shutdown:clean', 'Shut the VM down cleanly'),
+    simple('hard_shutdown', 'shutdown:hard', 'Power the VM off'),
+    simple('clean_reboot', 'reboot:clean', 'Reboot the VM cleanly'),
+    simple('hard_reboot', 'reboot:hard', 'Reset the VM'),
+    simple('pause', 'pause', 'Pause a running VM'),
+    simple('unpause', 'unpause', 'Unpause a paused VM'),
+    simple('suspend', 'suspend', 'Suspend a running VM to disk'),
+    simple('resume', 'resume', 'Resume a suspended VM'),
+    {
+      name: 'snapshot',
+      privilege: 'snapshot',
+      summary: 'Snapshot the VM and its disks (constant time: no disk content is copied)',
+      params: params({ name_label: Type.Optional(Label) }),
+      creates: 'VM-snapshot',
+    },
+    {
+      name: 'clone',
+      privilege: 'clone',
+      summary: 'Fast-clone the VM and its disks (constant time)',
+      params: params({ name_label: Type.Optional(Label) }),
+      creates: 'VM',
+    },
+    {
+      name: 'revert_snapshot',
+      privilege: 'revert-snapshot',
+      summary: 'Revert the VM to one of its snapshots',
+      params: params({ snapshotId: Id('a snapshot of this VM') }),
+      refs: { snapshotId: 'VM-snapshot' },
+    },
+    {
+      name: 'migrate',
+      privilege: 'migrate-send',
+      summary: 'Move a running VM to another host of its pool',
+      params: params({ hostId: Id('destination host') }),
+      refs: { hostId: 'host' },
+    },
+  ],
+  host: [
+    simple('disable', 'disable', 'Stop new VMs from starting on the host'),
+    simple('enable', 'enable', 'Allow VMs to start on the host again'),
+    simple('clean_reboot', 'reboot:clean', 'Evacuate the running VMs to other hosts, then reboot'),
+    simple('clean_shutdown', 'shutdown:clean', 'Evacuate the running VMs to other hosts, then shut down'),
+    simple('start', 'start', 'Power on a halted host'),
+  ],
+  pool: [
+    {
+      name: 'create_vm',
+      privilege: 'create:vm',
+      summary: 'Create a VM from a template, with its disks and network interfaces',
+      params: params({
+        name_label: Label,
+        template: Id('VM template id'),
+        name_description: Type.Optional(Type.String({ maxLength: 1024 })),
+        cpus: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
+        memory: Type.Optional(Type.Integer({ minimum: 16 * 1024 * 1024, description: 'bytes' })),
+        auto_poweron: Type.Optional(Type.Boolean()),
+        boot: Type.Optional(Type.Boolean({ description: 'start the VM once created' })),
+        vdis: Type.Optional(
+          Type.Array(
+            Type.Object(
+              {
+                name_label: Label,
+                size: Type.Integer({ minimum: 1, description: 'bytes' }),
+                sr: Type.Optional(Id('SR to create the disk on (default: the pool default SR)')),
+                name_description: Type.Optional(Type.String({ maxLength: 1024 })),
+              },
+              { additionalProperties: false },
+            ),
+            { maxItems: 16 },
+          ),
+        ),
+        vifs: Type.Optional(
+          Type.Array(
+            Type.Object(
+              {
+                network: Id('network id'),
+                mac: Type.Optional(Type.String({ pattern: '^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$' })),
+              },
+              { additionalProperties: false },
+            ),
+            { maxItems: 8 },
+          ),
+        ),
+      }),
+      refs: { template: 'VM-template' },
+      creates: 'VM',
+    },
+    simple('emergency_shutdown', 'emergency-shutdown', 'Hard-shut down every running VM of the pool, then its hosts'),
+    simple('rolling_reboot', 'rolling-reboot', 'Reboot the hosts one by one, evacuating each first'),
+  ],
+  SR: [
+    simple('scan', 'scan', 'Rescan the SR for disks'),
+    simple('reclaim_space', 'reclaim-space', 'Give freed blocks back to the storage'),
+  ],
+  VDI: [
+    {
+      name: 'migrate',
+      privilege: 'migrate-send',
+      summary: 'Move the disk to another SR (its id changes)',
+      params: params({ srId: Id('destination SR') }),
+      refs: { srId: 'SR' },
+      creates: 'VDI',
+    },
+  ],
+}
+
+const NameLabel = Type.String({ minLength: 1, maxLength: 255 })
+const Description = Type.String({ maxLength: 2048 })
+const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 100 })
+const patch = (properties: Parameters<typeof Type.Object>[0]): TObject =>
+  Type.Object(properties, { additionalProperties: false, minProperties: 1 })
+const Ipv4 = Type.String({ format: 'ipv4' })
+const Ipv6 = Type.String({ format: 'ipv6' })
+
+const namePatch = patch({
+  name_label: Type.Optional(NameLabel),
+  name_description: Type.Optional(Description),
+})
+
+/**
+ * Fields PATCH accepts per type. VMs use camelCase as the reference does;
+ * the other types use the record's own names. Anything else is a 422.
+ */
+export const patchByType: Readonly<Record<string, TObject>> = {
+  VM: patch({
+    nameLabel: Type.Optional(NameLabel),
+    nameDescription: Type.Optional(Description),
+    cpus: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
+    memory: Type.Optional(Type.Integer({ minimum: 16 * 1024 * 1024, description: 'bytes' })),
+    autoPoweron: Type.Optional(Type.Boolean()),
+    highAvailability: Type.Optional(Type.Union([Type.Literal(''), Type.Literal('restart'), Type.Literal('best-effort')])),
+    startDelay: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400 })),
+    notes: Type.Optional(Type.String({ maxLength: 2048 })),
+    tags: Type.Optional(Tags),
+  }),
+  VDI: patch({
+    name_label: Type.Optional(NameLabel),
+    name_description: Type.Optional(Description),
+    size: Type.Optional(Type.Integer({ minimum: 1, description: 'bytes; grow only' })),
+  }),
+  VIF: patch({
+    lockingMode: Type.Optional(
+      Type.Union([Type.Literal('network_default'), Type.Literal('locked'), Type.Literal('unlocked'), Type.Literal('disabled')]),
+    ),
+    allowedIpv4Addresses: Type.Optional(Type.Array(Ipv4, { maxItems: 64 })),
+    allowedIpv6Addresses: Type.Optional(Type.Array(Ipv6, { maxItems: 64 })),
+    rateLimit: Type.Optional(Type.Union([Type.Integer({ minimum: 1, description: 'kB/s' }), Type.Null()])),
+    txChecksumming: Type.Optional(Type.Boolean()),
+  }),
+  network: namePatch,
+  SR: namePatch,
+  host: namePatch,
+  pool: namePatch,
+}
+
+/** Types whose objects DELETE destroys. */
+export const deletableTypes: readonly string[] = ['VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'network']
+
+/** Types with a `tags` collection addressable item by item. */
+export const taggableTypes: readonly string[] = [
+  'VM',
+  'VM-snapshot',
+  'VM-template',
+  'VM-controller',
+  'host',
+  'pool',
+  'SR',
+  'VDI',
+  'VDI-snapshot',
+  'network',
+]

@@ -1,0 +1,220 @@
+import type { Statement } from 'better-sqlite3'
+import type { Db } from '../store/database.js'
+import type { EventBus } from '../events/bus.js'
+import { aborted, incorrectState, noSuchObject } from '../errors.js'
+import { serializeError, taskId, type TaskProperties, type TaskRecord } from './record.js'
+
+export interface TaskContext {
+  readonly signal: AbortSignal
+  progress(percent: number): void
+}
+
+interface Live {
+  readonly controller: AbortController
+  readonly waiters: Set<(task: TaskRecord) => void>
+}
+
+export interface TaskManagerOptions {
+  readonly clock: () => number
+  /** finished tasks kept, newest first */
+  readonly keep: number
+  /** called when a task fails on something that is not a KeelError */
+  readonly onUnexpectedError?: (error: unknown, task: TaskRecord) => void
+}
+
+/**
+ * Tasks: persisted records of long operations. Each state a task reaches is
+ * committed before anyone can observe it, so a response that names a final
+ * state is durable, and a crash leaves at worst `pending` rows, which become
+ * `interrupted` at the next start.
+ */
+export class TaskManager {
+  readonly #db: Db
+  readonly #bus: EventBus
+  readonly #options: TaskManagerOptions
+  readonly #tasks = new Map<string, TaskRecord>()
+  readonly #live = new Map<string, Live>()
+  readonly #upsert: Statement<[string, string, string]>
+  readonly #delete: Statement<[string]>
+  #closed = false
+
+  constructor(db: Db, bus: EventBus, options: TaskManagerOptions) {
+    this.#db = db
+    this.#bus = bus
+    this.#options = options
+    this.#upsert = db.prepare(
+      'INSERT INTO tasks (id, status, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data',
+    )
+    this.#delete = db.prepare('DELETE FROM tasks WHERE id = ?')
+    this.#load()
+  }
+
+  list(): Iterable<TaskRecord> {
+    return this.#tasks.values()
+  }
+
+  get(id: string): TaskRecord | undefined {
+    return this.#tasks.get(id)
+  }
+
+  /** Creates a pending task and runs `work` in it; `done` settles once the final state is committed. */
+  run<T>(properties: TaskProperties, work: (context: TaskContext) => Promise<T>): { task: TaskRecord; done: Promise<T> } {
+    const now = this.#options.clock()
+    const task: TaskRecord = { id: taskId(now), type: 'task', properties, start: now, updatedAt: now, status: 'pending' }
+    const live: Live = { controller: new AbortController(), waiters: new Set() }
+    this.#live.set(task.id, live)
+    this.#save(task, undefined)
+    const context: TaskContext = {
+      signal: live.controller.signal,
+      progress: (percent) => {
+        const current = this.#tasks.get(task.id)
+        const progress = Math.max(0, Math.min(100, Math.round(percent)))
+        if (current === undefined || current.status !== 'pending' || current.properties.progress === progress) return
+        this.#save({ ...current, properties: { ...current.properties, progress }, updatedAt: this.#options.clock() }, current)
+      },
+    }
+    const done = (async () => {
+      // The work starts on the next tick so that the caller has answered with the task id first.
+      await Promise.resolve()
+      if (live.controller.signal.aborted) throw aborted()
+      return work(context)
+    })().then(
+      (result) => {
+        this.#finish(task.id, 'success', result)
+        return result
+      },
+      (error: unknown) => {
+        const result = serializeError(error)
+        const finished = this.#finish(task.id, 'failure', result)
+        if (finished !== undefined && result['code'] === 'INTERNAL_ERROR') this.#options.onUnexpectedError?.(error, finished)
+        throw error
+      },
+    )
+    // Async callers watch the task, not this promise.
+    done.catch(() => {})
+    return { task, done }
+  }
+
+  /** The task once it has left `pending`, or as it is after `timeout` ms. */
+  wait(id: string, timeout?: number, signal?: AbortSignal): Promise<TaskRecord> {
+    const task = this.#tasks.get(id)
+    if (task === undefined) return Promise.reject(noSuchObject(id, 'task'))
+    const live = this.#live.get(id)
+    if (task.status !== 'pending' || live === undefined) return Promise.resolve(task)
+    return new Promise((resolve) => {
+      const settle = (final: TaskRecord): void => {
+        live.waiters.delete(settle)
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        resolve(final)
+      }
+      const onAbort = (): void => settle(this.#tasks.get(id) ?? task)
+      const timer = timeout === undefined ? undefined : setTimeout(onAbort, timeout)
+      signal?.addEventListener('abort', onAbort, { once: true })
+      live.waiters.add(settle)
+    })
+  }
+
+  /** Asks a running task to stop; the work ends as a failure with an abort error. */
+  abort(id: string): void {
+    const task = this.#tasks.get(id)
+    if (task === undefined) throw noSuchObject(id, 'task')
+    const live = this.#live.get(id)
+    if (task.status !== 'pending' || live === undefined) {
+      throw incorrectState({ actual: task.status, expected: 'pending', object: id, property: 'status' })
+    }
+    if (task.abortionRequestedAt === undefined) this.#save({ ...task, abortionRequestedAt: this.#options.clock() }, task)
+    live.controller.abort(aborted())
+  }
+
+  delete(id: string): void {
+    const task = this.#tasks.get(id)
+    if (task === undefined) throw noSuchObject(id, 'task')
+    if (task.status === 'pending') throw incorrectState({ actual: 'pending', expected: 'finished', object: id, property: 'status' })
+    this.#remove(task)
+  }
+
+  /**
+   * Stops the running work without recording an outcome: those tasks stay
+   * `pending` in the store and become `interrupted` at the next start, which
+   * is the truth about work cut short by a stop.
+   */
+  close(): void {
+    this.#closed = true
+    for (const [id, live] of this.#live) {
+      live.controller.abort(aborted('the service is stopping'))
+      const task = this.#tasks.get(id)
+      // Waiting requests get the record as it stands, so the server can close.
+      if (task !== undefined) for (const waiter of live.waiters) waiter(task)
+    }
+    this.#live.clear()
+  }
+
+  #finish(id: string, status: 'success' | 'failure', result: unknown): TaskRecord | undefined {
+    const current = this.#tasks.get(id)
+    const live = this.#live.get(id)
+    this.#live.delete(id)
+    if (current === undefined || this.#closed) return undefined
+    const now = this.#options.clock()
+    const finished: TaskRecord = {
+      ...current,
+      ...(status === 'success' && current.properties.progress !== undefined ? { properties: { ...current.properties, progress: 100 } } : {}),
+      status,
+      end: now,
+      updatedAt: now,
+      ...(result === undefined ? {} : { result }),
+    }
+    this.#save(finished, current)
+    for (const waiter of live?.waiters ?? []) waiter(finished)
+    this.#prune()
+    return finished
+  }
+
+  #save(task: TaskRecord, previous: TaskRecord | undefined): void {
+    if (this.#closed) return
+    const frozen = Object.freeze(task)
+    this.#upsert.run(task.id, task.status, JSON.stringify(task))
+    this.#tasks.set(task.id, frozen)
+    this.#bus.publish(previous === undefined ? { kind: 'add', object: frozen } : { kind: 'update', object: frozen, previous })
+  }
+
+  #remove(task: TaskRecord): void {
+    this.#delete.run(task.id)
+    this.#tasks.delete(task.id)
+    this.#bus.publish({ kind: 'remove', object: task })
+  }
+
+  /** Keeps the newest `keep` finished tasks; pending ones are never pruned. */
+  #prune(): void {
+    let finished = 0
+    for (const task of this.#tasks.values()) if (task.status !== 'pending') finished++
+    if (finished <= this.#options.keep) return
+    const excess = finished - this.#options.keep
+    const victims: TaskRecord[] = []
+    // Map order is id order at load and creation order afterwards: both oldest first.
+    for (const task of this.#tasks.values()) {
+      if (victims.length === excess) break
+      if (task.status !== 'pending') victims.push(task)
+    }
+    this.#db.transaction(() => {
+      for (const task of victims) this.#remove(task)
+    })()
+  }
+
+  #load(): void {
+    const now = this.#options.clock()
+    this.#db.transaction(() => {
+      const rows = this.#db.prepare('SELECT id, status, data FROM tasks ORDER BY id').all() as Array<{ id: string; status: string; data: string }>
+      for (const row of rows) {
+        let task = JSON.parse(row.data) as TaskRecord
+        if (task.status === 'pending') {
+          // Left pending by a crash or a stop: the work is gone, say so.
+          task = { ...task, status: 'interrupted', end: now, updatedAt: now }
+          this.#upsert.run(task.id, task.status, JSON.stringify(task))
+        }
+        this.#tasks.set(task.id, Object.freeze(task))
+      }
+    })()
+    this.#prune()
+  }
+}
