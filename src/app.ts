@@ -7,6 +7,7 @@ import { pino, type Logger } from 'pino'
 import { actionRoutes, driverActions } from './api/actions.js'
 import { changeRoutes } from './api/changes.js'
 import { collectionSources } from './api/collections.js'
+import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
 import { docsRoutes } from './api/docs.js'
 import { buildOpenApi } from './api/openapi.js'
@@ -23,6 +24,7 @@ import { labUsage } from './driver/lab/usage.js'
 import type { LabSpec } from './driver/lab/spec.js'
 import type { Driver } from './driver/types.js'
 import { EventBus } from './events/bus.js'
+import { Versions } from './events/versions.js'
 import { JsonCache } from './http/json-cache.js'
 import type { RouteDef } from './http/route.js'
 import { Router } from './http/router.js'
@@ -59,6 +61,8 @@ export interface App {
 }
 
 const JSON_CACHE_BYTES = 256 * 1024 * 1024
+const LISTING_CACHE_BYTES = 64 * 1024 * 1024
+const LISTING_CACHE_ENTRY_BYTES = 8 * 1024 * 1024
 
 /** The key that derives secrets of client-bound tokens; kept apart from the database file. */
 function loadClientKey(dataDir: string): Buffer {
@@ -106,6 +110,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const unsubscribeDriver = driver.subscribe((change) => bus.publish(change))
 
   const cache = new JsonCache(JSON_CACHE_BYTES)
+  const versions = new Versions(bus)
+  const listings = new ListingCache(LISTING_CACHE_BYTES, LISTING_CACHE_ENTRY_BYTES)
   const router = new Router()
   const tasks = new TaskManager(db, bus, {
     clock,
@@ -119,7 +125,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
     ...meRoutes(),
-    ...sources.flatMap((source) => readRoutes(source, { cache, single: source.type !== 'task' })),
+    ...sources.flatMap((source) => readRoutes(source, { cache, listings, versions, single: source.type !== 'task' })),
     ...taskRoutes(tasks, cache),
     ...sources.flatMap((source) =>
       actionRoutes(source, source.type === 'task' ? taskActions(tasks) : driverActions(source, driver), actionDeps),
@@ -179,6 +185,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       if (server.listening) await stopped
       clearTimeout(grace)
       tasks.close()
+      versions.close()
       unsubscribeDriver()
       await driver.close()
       db.close()

@@ -66,6 +66,7 @@ function alarmSource(driver: Driver): CollectionSource {
   return {
     name: 'alarms',
     type: 'alarm',
+    versionTypes: ['message'],
     resource: 'alarm',
     schema: schemaFor('alarm'),
     *list() {

@@ -2,11 +2,13 @@ import { Type, type TObject } from '@sinclair/typebox'
 import type { XoRecord } from '../driver/types.js'
 import { noSuchObject } from '../errors.js'
 import { compileFilter } from '../filter/index.js'
+import type { Versions } from '../events/versions.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { NDJSON_TYPE, JSON_TYPE, sendJsonBytes, streamChunks } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { ErrorResponses } from '../http/schemas.js'
 import { parseFields, pick, type FieldPath } from './projection.js'
+import type { ListingCache } from './listing-cache.js'
 import type { CollectionSource } from './sources.js'
 
 export const BASE = '/rest/v0'
@@ -44,6 +46,8 @@ function withHref(record: Buffer, hrefText: string): Buffer {
 
 export interface ListingOptions {
   readonly cache: JsonCache
+  readonly listings: ListingCache
+  readonly versions: Versions
   /** false when the collection serves its single objects with a route of its own */
   readonly single?: boolean
 }
@@ -76,6 +80,13 @@ function* listingTexts(
 
 export function recordBytes(cache: JsonCache, record: XoRecord): Buffer {
   return cache.bytes(record, 'record', () => JSON.stringify(record))
+}
+
+function* keep<T>(items: Iterable<T>, onItem: (item: T) => void): Generator<T, void, undefined> {
+  for (const item of items) {
+    onItem(item)
+    yield item
+  }
 }
 
 const OPEN = Buffer.from('[')
@@ -121,7 +132,8 @@ function* framed(items: Iterable<Buffer>, ndjson: boolean): Generator<Buffer, vo
 
 /** GET /rest/v0/<name> and GET /rest/v0/<name>/:id for one source. */
 export function readRoutes(source: CollectionSource, options: ListingOptions): RouteDef[] {
-  const { cache } = options
+  const { cache, listings, versions } = options
+  const versionTypes = source.versionTypes ?? [source.type]
   const tag = source.name
   const schema: TObject = source.schema
   const routes = [
@@ -142,10 +154,27 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
       },
       handler: async ({ res, query }) => {
         const q = query as CollectionQueryValue
+        const contentType = q.ndjson === true ? NDJSON_TYPE : JSON_TYPE
+        const key = JSON.stringify([source.name, q.fields ?? null, q.filter ?? null, q.limit ?? null, q.ndjson === true])
+        const version = versions.of(versionTypes)
+        const cached = listings.get(key, version)
+        if (cached !== undefined) {
+          sendJsonBytes(res, 200, cached, contentType)
+          return
+        }
         // Parsed before the first byte so that a syntax error still gets its 400.
         const predicate = q.filter === undefined ? undefined : compileFilter(q.filter)
-        const items = listingTexts(source, q, predicate, cache)
-        await streamChunks(res, 200, q.ndjson === true ? NDJSON_TYPE : JSON_TYPE, framed(items, q.ndjson === true))
+        const kept: Buffer[] = []
+        let keptSize = 0
+        const chunks = keep(framed(listingTexts(source, q, predicate, cache), q.ndjson === true), (chunk) => {
+          keptSize += chunk.length
+          if (keptSize <= listings.maxEntry) kept.push(chunk)
+        })
+        const complete = await streamChunks(res, 200, contentType, chunks)
+        // Between batches the stream waited for the socket: store only a body that saw no change.
+        if (complete && keptSize <= listings.maxEntry && versions.of(versionTypes) === version) {
+          listings.set(key, version, Buffer.concat(kept, keptSize))
+        }
       },
     }),
     defineRoute({

@@ -14,6 +14,8 @@ export interface CollectionSource {
   /** access-control resource (spec 2) */
   readonly resource: string
   readonly schema: TObject
+  /** object types whose changes change this collection (default: `type`) */
+  readonly versionTypes?: readonly string[]
   /** users may read their own record (`/users/<own id>`) without the read privilege */
   readonly selfReadable?: true
   list(): Iterable<XoRecord>

@@ -21,6 +21,7 @@ export const statusByCode: Readonly<Record<string, number>> = {
   INCORRECT_STATE: 409,
   ABORTED: 409,
   BODY_TOO_LARGE: 413,
+  URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
   INVALID_PARAMETERS: 422,
   TOO_MANY_ATTEMPTS: 429,

@@ -36,14 +36,15 @@ export function redirect(res: ServerResponse, status: 302 | 307, location: strin
  * Writes pieces as they come, waiting for 'drain' whenever the socket buffer
  * is full, so a large listing never sits in memory whole. Pieces are
  * coalesced into ~64 KiB writes: one write per record would cost more than
- * the serialization the cache saves. Stops early if the client goes away.
+ * the serialization the cache saves. Stops early if the client goes away;
+ * resolves to whether the whole body was handed to the socket.
  */
 export async function streamChunks(
   res: ServerResponse,
   status: number,
   contentType: string,
   pieces: Iterable<string | Buffer>,
-): Promise<void> {
+): Promise<boolean> {
   res.statusCode = status
   res.setHeader('Content-Type', contentType)
   let batch: Buffer[] = []
@@ -53,22 +54,23 @@ export async function streamChunks(
     batch.push(bytes)
     size += bytes.length
     if (size < 65536) continue
-    if (res.destroyed) return
-    const ok = res.write(Buffer.concat(batch, size))
+    if (res.destroyed) return false
+    const ok = res.write(batch.length === 1 ? bytes : Buffer.concat(batch, size))
     batch = []
     size = 0
     if (!ok) {
       await drained(res)
-      if (res.destroyed) return
+      if (res.destroyed) return false
     }
   }
-  if (res.destroyed) return
+  if (res.destroyed) return false
   res.end(Buffer.concat(batch, size))
+  return true
 }
 
-export function sendJsonBytes(res: ServerResponse, status: number, bytes: Buffer): void {
+export function sendJsonBytes(res: ServerResponse, status: number, bytes: Buffer, contentType = JSON_TYPE): void {
   res.statusCode = status
-  res.setHeader('Content-Type', JSON_TYPE)
+  res.setHeader('Content-Type', contentType)
   res.setHeader('Content-Length', bytes.length)
   res.end(bytes)
 }

@@ -40,7 +40,7 @@ export function authorize(access: Access, principal: Principal, params: Record<s
 async function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
   const target = req.url ?? '/'
   if (target.length > (options.maxUrlLength ?? 16384)) {
-    throw new KeelError('BAD_QUERY_PARAMETER', 'request target is too long', { limit: options.maxUrlLength ?? 16384 })
+    throw new KeelError('URI_TOO_LONG', 'request target is too long', { limit: options.maxUrlLength ?? 16384 })
   }
   const queryStart = target.indexOf('?')
   const path = queryStart === -1 ? target : target.slice(0, queryStart)
@@ -81,7 +81,8 @@ async function handle(options: HttpOptions, req: IncomingMessage, res: ServerRes
 
 export function createHttpServer(options: HttpOptions): Server {
   const { log } = options
-  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000 }, (req, res) => {
+  // Headers may be larger than Node's 16 KiB default so that an overlong target meets our 414 JSON answer, not a bare 431.
+  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: 65536 }, (req, res) => {
     const started = process.hrtime.bigint()
     const incoming = req.headers['x-request-id']
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()

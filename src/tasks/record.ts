@@ -25,12 +25,21 @@ export interface TaskRecord extends XoRecord {
   readonly abortionRequestedAt?: number
 }
 
+let sequence = 0
+
 /**
  * Time-sortable ids, as the reference has used since 2026: base-36 ms padded
- * to 9 characters, then a random suffix; string order is creation order.
+ * to 9 characters, then a per-process sequence so that ids made in the same
+ * millisecond still sort in creation order, then a random tail.
  */
 export function taskId(now: number): string {
-  return now.toString(36).padStart(9, '0') + '-' + randomBytes(8).readBigUInt64BE().toString(36)
+  sequence = (sequence + 1) % 36 ** 4
+  return (
+    now.toString(36).padStart(9, '0') +
+    '-' +
+    sequence.toString(36).padStart(4, '0') +
+    randomBytes(5).readUIntBE(0, 5).toString(36).padStart(8, '0')
+  )
 }
 
 /** The error as a task result: message, name, code and data, never a stack. */

@@ -103,14 +103,14 @@ t.test('VM actions', async (t) => {
     t.equal(record['$snapshot_of'], demo.runningVm)
     t.ok(((await get(server, `/rest/v0/vms/${demo.runningVm}`))['snapshots'] as string[]).includes(snapshotId))
 
-    const clone = await act(server, `/rest/v0/vms/${demo.haltedVm}/actions/clone`, { name_label: 'copy' })
+    const clone = await act(server, `/rest/v0/vms/${demo.localHaltedVm}/actions/clone`, { name_label: 'copy' })
     t.equal(clone.status, 201)
     t.equal(clone.response.headers.get('location'), `/rest/v0/vms/${String(clone.body['id'])}`)
     t.equal((await get(server, `/rest/v0/vms/${String(clone.body['id'])}`))['name_label'], 'copy')
 
     const revert = await act(server, `/rest/v0/vms/${demo.runningVm}/actions/revert_snapshot`, { snapshotId })
     t.equal(revert.status, 204)
-    const foreign = await act(server, `/rest/v0/vms/${demo.haltedVm}/actions/revert_snapshot`, { snapshotId })
+    const foreign = await act(server, `/rest/v0/vms/${demo.localHaltedVm}/actions/revert_snapshot`, { snapshotId })
     t.equal(foreign.status, 422, 'a snapshot of another VM')
   })
 

@@ -12,6 +12,8 @@ t.test('PATCH, DELETE and tags', async (t) => {
   const vmPath = `/rest/v0/vms/${demo.haltedVm}`
 
   t.test('PATCH applies the given fields and emits a change event', async (t) => {
+    const listing = `/rest/v0/vms?fields=name_label&filter=id:${demo.haltedVm}`
+    t.same((await server.json<Obj[]>(listing)).body.map((vm) => vm['name_label']), ['staging-app'])
     const changes: ObjectChange[] = []
     const unsubscribe = server.app.bus.subscribe((change) => changes.push(change))
     const response = await server.request(vmPath, jsonBody({ nameLabel: 'renamed', nameDescription: 'new text', cpus: 2, autoPoweron: true }, 'PATCH'))
@@ -23,6 +25,7 @@ t.test('PATCH, DELETE and tags', async (t) => {
     t.equal((vm['CPUs'] as Obj)['number'], 2)
     t.equal(vm['auto_poweron'], true)
     t.ok(changes.some((change) => change.kind === 'update' && change.object.id === demo.haltedVm))
+    t.same((await server.json<Obj[]>(listing)).body.map((vm) => vm['name_label']), ['renamed'], 'a listing shows the change at once')
   })
 
   t.test('one invalid field: 422, and nothing is applied', async (t) => {

@@ -176,6 +176,15 @@ t.test('HTTP layer', async (t) => {
     t.same(body, { error: 'incorrect state', code: 'INCORRECT_STATE', data: { actual: 'Running', expected: 'Halted' } })
   })
 
+  t.test('414 for an overlong request target; HEAD answers like GET without a body', async (t) => {
+    const { status, body } = await server.json('/rest/v0/users?filter=' + 'a'.repeat(17000))
+    t.equal(status, 414)
+    t.same(body, { error: 'request target is too long', code: 'URI_TOO_LONG', data: { limit: 16384 } })
+    const head = await server.request('/rest/v0/users', { method: 'HEAD' })
+    t.equal(head.status, 200)
+    t.equal(await head.text(), '')
+  })
+
   t.test('500 never leaks the error; the body names the request id', async (t) => {
     const { status, body, response } = await server.json('/test/crash')
     t.equal(status, 500)

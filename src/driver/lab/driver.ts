@@ -3,9 +3,15 @@ import type { Statement } from 'better-sqlite3'
 import { alreadyExists, noSuchObject } from '../../errors.js'
 import { fixturesDir } from '../../paths.js'
 import type { Db } from '../../store/database.js'
-import type { ChangeKind, ChangeListener, Driver, ObjectChange, XoRecord } from '../types.js'
+import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, XoRecord } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { expandLab } from './expand.js'
+import { destroy } from './operations/destroy.js'
+import { perform } from './operations/perform.js'
+import { Plan } from './operations/plan.js'
+import { operation, type LabEnv } from './operations/run.js'
+import { setTag } from './operations/tags.js'
+import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
 
 export const DEMO_LAB_FILE = join(fixturesDir, 'demo-lab.json')
@@ -18,7 +24,11 @@ export interface LabDriverOptions {
   readonly clock?: () => number
   /** what to seed an empty lab with (default: fixtures/demo-lab.json) */
   readonly spec?: LabSpec
+  /** ms each simulated step of an operation takes (default 400) */
+  readonly stepDelay?: number
 }
+
+const DEFAULT_STEP_DELAY = 400
 
 export interface LabChange {
   readonly kind: ChangeKind
@@ -67,10 +77,12 @@ export class LabDriver implements Driver {
   /** per type, in a stable order: insertion (rowid) order, kept across updates */
   readonly #byType = new Map<string, Map<string, XoRecord>>()
   readonly #listeners = new Set<ChangeListener>()
+  readonly #env: LabEnv
 
   constructor(db: Db, options: LabDriverOptions) {
     this.#db = db
     this.#options = options
+    this.#env = { store: this, stepDelay: options.stepDelay ?? DEFAULT_STEP_DELAY, clock: options.clock ?? Date.now }
     this.#upsert = db.prepare(
       'INSERT INTO lab_objects (id, type, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET type = excluded.type, data = excluded.data',
     )
@@ -111,6 +123,29 @@ export class LabDriver implements Driver {
     return () => {
       this.#listeners.delete(entry)
     }
+  }
+
+  perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined> {
+    return perform(operation(this.#env, context), object, action, params)
+  }
+
+  // PATCH and tags take no simulated time: they are metadata, done as soon as stored.
+  async update(object: XoRecord, patch: Readonly<Record<string, unknown>>): Promise<void> {
+    this.#commit((plan) => patchRecord(plan, object, patch))
+  }
+
+  destroy(object: XoRecord, context: OperationContext): Promise<void> {
+    return destroy(operation(this.#env, context), object)
+  }
+
+  async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {
+    this.#commit((plan) => setTag(plan, object, tag, present))
+  }
+
+  #commit(build: (plan: Plan) => void): void {
+    const plan = new Plan(this)
+    build(plan)
+    plan.commit()
   }
 
   /**

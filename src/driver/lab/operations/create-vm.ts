@@ -11,7 +11,7 @@ import { runTransition, transit, transitionSteps } from './power.js'
 import { preview, Run } from './run.js'
 import { freeSpace } from './sr-usage.js'
 
-export interface CreateVmParams {
+interface CreateVmParams {
   readonly name_label: string
   readonly template: string
   readonly name_description?: string
@@ -39,8 +39,9 @@ interface DiskPlan {
   readonly name_description: string
   readonly size: number
   readonly sr: string
-  /** where the request named this disk, for errors */
-  readonly path: string
+  /** where the request gave its SR and size, for errors */
+  readonly srPath: string
+  readonly sizePath: string
 }
 
 /** The disks asked for, or else the template's, each on its SR or the pool's default SR. */
@@ -57,7 +58,8 @@ function diskPlans(plan: Plan, poolId: string, template: Frozen<VmTemplateRecord
       name_description: disk.name_description ?? 'Created by XO',
       size: disk.size,
       sr: pick(disk.sr, `body.vdis.${i}.sr`),
-      path: `body.vdis.${i}`,
+      srPath: `body.vdis.${i}.sr`,
+      sizePath: `body.vdis.${i}.size`,
     }))
   }
   return template.template_info.disks.map((disk, i) => ({
@@ -65,7 +67,8 @@ function diskPlans(plan: Plan, poolId: string, template: Frozen<VmTemplateRecord
     name_description: 'Created by XO',
     size: disk.size,
     sr: pick(disk.SR, 'body.template'),
-    path: 'body.template',
+    srPath: 'body.template',
+    sizePath: 'body.template',
   }))
 }
 
@@ -73,10 +76,10 @@ function diskPlans(plan: Plan, poolId: string, template: Frozen<VmTemplateRecord
 function checkSr(plan: Plan, poolId: string, disk: DiskPlan): Frozen<SrRecord> {
   const sr = plan.find(disk.sr)?.type === 'SR' ? plan.get(disk.sr, 'SR') : undefined
   if (sr === undefined) throw noSuchObject(disk.sr, 'SR')
-  const problem = (message: string): KeelError => invalidParameters([{ path: disk.path, message }])
-  if (sr.$pool !== poolId) throw problem(`SR ${sr.id} is not in pool ${poolId}`)
-  if (sr.content_type === 'iso') throw problem(`SR ${sr.id} is an ISO library`)
-  if (freeSpace(sr) < disk.size) throw problem(`SR ${sr.id} has ${freeSpace(sr)} bytes free, the disk needs ${disk.size}`)
+  const problem = (path: string, message: string): KeelError => invalidParameters([{ path, message }])
+  if (sr.$pool !== poolId) throw problem(disk.srPath, `SR ${sr.id} is not in pool ${poolId}`)
+  if (sr.content_type === 'iso') throw problem(disk.srPath, `SR ${sr.id} is an ISO library`)
+  if (freeSpace(sr) < disk.size) throw problem(disk.sizePath, `SR ${sr.id} has ${freeSpace(sr)} bytes free, the disk needs ${disk.size}`)
   return sr
 }
 
@@ -84,7 +87,7 @@ function checkSr(plan: Plan, poolId: string, disk: DiskPlan): Frozen<SrRecord> {
  * A halted VM from a template: its settings, the template's or the requested
  * CPUs and memory, its disks and its VIFs. Returns the new VM's id.
  */
-export function createVm(plan: Plan, poolId: string, params: CreateVmParams, userId: string, now: number): string {
+function createVm(plan: Plan, poolId: string, params: CreateVmParams, userId: string, now: number): string {
   const template = plan.get(params.template, 'VM-template')
   if (template.$pool !== poolId) throw invalidParameters([{ path: 'body.template', message: `template ${template.id} is not in pool ${poolId}` }])
   const disks = diskPlans(plan, poolId, template, params)

@@ -1,5 +1,5 @@
 import { incorrectState } from '../../../errors.js'
-import type { VmPowerState, VmRecord, VmSnapshotRecord } from '../../../model/records.js'
+import type { VmPowerState, VmRecord } from '../../../model/records.js'
 import { guestAgentFields } from '../expand-vms.js'
 import { LabRandom } from '../random.js'
 import { assignAddresses } from './addresses.js'
@@ -35,7 +35,11 @@ export function requirePowerState(vm: Frozen<VmRecord>, allowed: readonly VmPowe
   })
 }
 
-type Guest = Frozen<VmRecord | VmSnapshotRecord>
+/** What placement reads of a VM, snapshot or template. */
+interface Guest {
+  readonly $pool: string
+  readonly $VBDs: readonly string[]
+}
 
 /** The VDIs behind a VM's disk drives (CD drives excluded). */
 export function diskIds(plan: Plan, vm: Guest): string[] {

@@ -1,16 +1,17 @@
 import { incorrectState } from '../../../errors.js'
 import type { HostRecord } from '../../../model/records.js'
-import { move, refreshHostMemory, seconds } from './guest.js'
+import { move, powerOff, powerOn, refreshHostMemory, seconds, setPaused } from './guest.js'
 import type { ActionHandler } from './params.js'
-import { liveGuests, planEvacuation } from './placement.js'
+import { chooseHost, liveGuests, pinnedGuests, planEvacuation, type PinnedVms } from './placement.js'
 import type { Frozen, Plan } from './plan.js'
 import { preview, Run, type Operation } from './run.js'
 
 /**
- * Host power and maintenance. A host stops only once its live VMs have moved
- * away: it is disabled first so that nothing new lands on it, the VMs are
- * migrated one step each, then it goes down. If the evacuation fails or is
- * aborted, the host is enabled again as it was.
+ * Host power and maintenance. A host stops only once its live VMs are gone:
+ * it is disabled first so that nothing new lands on it, the VMs are migrated
+ * one step each, then it goes down. If the evacuation fails or is aborted,
+ * the host is enabled again as it was; once it is evacuated, it goes down
+ * (and for a reboot, comes back) whatever happens.
  */
 
 /** Steps a host takes to boot once powered on. */
@@ -22,7 +23,7 @@ function requireHostState(host: Frozen<HostRecord>, expected: HostRecord['power_
   }
 }
 
-export function setEnabled(plan: Plan, hostId: string, enabled: boolean): void {
+function setEnabled(plan: Plan, hostId: string, enabled: boolean): void {
   const host = plan.edit(hostId, 'host')
   requireHostState(host, 'Running')
   host.enabled = enabled
@@ -47,7 +48,7 @@ export function haltHost(plan: Plan, hostId: string): void {
 }
 
 /** The host is up again, enabled, with a new boot time. */
-export function bootHost(plan: Plan, hostId: string, now: number): void {
+function bootHost(plan: Plan, hostId: string, now: number): void {
   const host = plan.edit(hostId, 'host')
   requireHostState(host, 'Halted')
   const time = seconds(now)
@@ -65,15 +66,27 @@ export function bootHost(plan: Plan, hostId: string, now: number): void {
   refreshHostMemory(plan, hostId)
 }
 
-/** Steps `stopHost` takes for a host in the current state. */
-export function stopSteps(plan: Plan, hostId: string, reboot: boolean): number {
+export interface StopOptions {
+  readonly reboot: boolean
+  /**
+   * `refuse`: VMs on the host's local storage make it a 409. `leave`: they
+   * are shut down before the host goes down and started again once it is
+   * back, as XO's rolling reboot does with `shutdownPinnedVms`.
+   */
+  readonly pinned: PinnedVms
+}
+
+/** Steps `stopHost` takes for a host in the current state; fails as it would. */
+export function stopSteps(plan: Plan, hostId: string, { reboot, pinned }: StopOptions): number {
   const host = plan.get(hostId, 'host')
   requireHostState(host, 'Running')
-  return (host.enabled ? 1 : 0) + planEvacuation(plan, hostId).length + 1 + (reboot ? BOOT_WAITS + 1 : 0)
+  const moves = planEvacuation(plan, hostId, pinned).length
+  const stopped = pinned === 'leave' ? pinnedGuests(plan, host).length : 0
+  return (host.enabled ? 1 : 0) + moves + stopped + 1 + (reboot ? BOOT_WAITS + 1 + stopped : 0)
 }
 
 /** Evacuates and stops a host (and boots it again for a reboot), as steps of `run`. */
-export async function stopHost(run: Run, clock: () => number, hostId: string, reboot: boolean): Promise<void> {
+export async function stopHost(run: Run, clock: () => number, hostId: string, { reboot, pinned }: StopOptions): Promise<void> {
   let disabled = false
   try {
     if (run.read((plan) => plan.get(hostId, 'host').enabled)) {
@@ -81,9 +94,9 @@ export async function stopHost(run: Run, clock: () => number, hostId: string, re
       disabled = true
     }
     // Planned again at each step: VMs may have started, stopped or moved meanwhile.
-    while (run.read((plan) => planEvacuation(plan, hostId).length > 0)) {
+    while (run.read((plan) => planEvacuation(plan, hostId, pinned).length > 0)) {
       await run.apply((plan) => {
-        const [next] = planEvacuation(plan, hostId)
+        const [next] = planEvacuation(plan, hostId, pinned)
         if (next !== undefined) move(plan, next.vm, next.to)
       })
     }
@@ -96,18 +109,28 @@ export async function stopHost(run: Run, clock: () => number, hostId: string, re
     }
     throw error
   }
+  run.pastPointOfNoReturn()
+  const stopped = run.read((plan) => pinnedGuests(plan, plan.get(hostId, 'host')).map((vm) => ({ id: vm.id, state: vm.power_state })))
+  for (const { id } of stopped) await run.apply((plan) => powerOff(plan, id))
   await run.apply((plan) => haltHost(plan, hostId))
   if (!reboot) return
-  run.pastPointOfNoReturn()
   await run.wait(BOOT_WAITS)
   await run.apply((plan) => bootHost(plan, hostId, clock()))
+  for (const { id, state } of stopped) {
+    await run.apply((plan) => {
+      powerOn(plan, id, chooseHost(plan, plan.get(id, 'VM')).id, clock())
+      // XAPI starts a VM paused on request: it comes back as it was.
+      if (state === 'Paused') setPaused(plan, id, true)
+    })
+  }
 }
 
 const stopAction =
   (reboot: boolean): ActionHandler =>
   async (op: Operation, object) => {
-    const steps = preview(op.env, (plan) => stopSteps(plan, object.id, reboot))
-    await stopHost(new Run(op, steps), op.env.clock, object.id, reboot)
+    const options: StopOptions = { reboot, pinned: 'refuse' }
+    const steps = preview(op.env, (plan) => stopSteps(plan, object.id, options))
+    await stopHost(new Run(op, steps), op.env.clock, object.id, options)
     return undefined
   }
 

@@ -74,7 +74,7 @@ function mostFree<T extends { readonly memory: { readonly size: number; readonly
   return best
 }
 
-export interface Move {
+interface Move {
   readonly vm: string
   readonly to: string
 }
@@ -86,24 +86,34 @@ export const liveGuests = (plan: Plan, host: Host): Vm[] =>
     return record?.type === 'VM' && isLive(record['power_state'] as VmRecord['power_state']) ? [plan.get(id, 'VM')] : []
   })
 
+/** What an evacuation does with VMs whose disks are on the host's local SR: refuse, or leave them (to be shut down). */
+export type PinnedVms = 'refuse' | 'leave'
+
+/** The live guests that cannot leave a host: some disk is on its local SR. */
+export const pinnedGuests = (plan: Plan, host: Host): Vm[] =>
+  liveGuests(plan, host).filter((vm) => pinnedHost(plan, vm) !== undefined)
+
 /**
  * Where each live VM of a host goes before the host stops: largest VMs
  * first, each to the enabled running host of the pool with the most free
  * memory at that point. A VM that cannot go anywhere (no room, or disks on
- * the host's local SR) makes it a 409: that VM would have to be halted first.
+ * the host's local SR when those are refused) makes it a 409: that VM would
+ * have to be halted first.
  */
-export function planEvacuation(plan: Plan, hostId: string): Move[] {
+export function planEvacuation(plan: Plan, hostId: string, pinned: PinnedVms): Move[] {
   const host = plan.get(hostId, 'host')
   const targets = hostsOfPool(plan, host.$pool)
     .filter((other) => other.id !== host.id && canRun(other))
     .map((other) => ({ id: other.id, memory: { size: other.memory.size, usage: other.memory.usage } }))
   const vms = liveGuests(plan, host).sort((a, b) => b.memory.size - a.memory.size)
-  return vms.map((vm) => {
-    const target = pinnedHost(plan, vm) === undefined ? mostFree(targets) : undefined
+  return vms.flatMap((vm) => {
+    const stuck = pinnedHost(plan, vm) !== undefined
+    if (stuck && pinned === 'leave') return []
+    const target = stuck ? undefined : mostFree(targets)
     if (target === undefined || freeMemory(target) < vm.memory.size) {
       throw incorrectState({ actual: vm.power_state, expected: 'Halted', object: vm.id, property: 'power_state' })
     }
     target.memory.usage += vm.memory.size
-    return { vm: vm.id, to: target.id }
+    return [{ vm: vm.id, to: target.id }]
   })
 }

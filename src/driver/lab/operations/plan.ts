@@ -27,7 +27,7 @@ export interface LabStore {
 }
 
 /** The record shape of each type operations touch. */
-export interface RecordTypes {
+interface RecordTypes {
   VM: VmRecord
   'VM-snapshot': VmSnapshotRecord
   'VM-template': VmTemplateRecord
@@ -44,7 +44,7 @@ export interface RecordTypes {
   network: NetworkRecord
   message: MessageRecord
 }
-export type LabType = keyof RecordTypes
+type LabType = keyof RecordTypes
 
 /** A stored record as the lab serves it: deep-frozen, so only read it. */
 export type Frozen<T> = T extends readonly (infer U)[]

@@ -1,6 +1,6 @@
 import { createVmAction } from './create-vm.js'
 import { powerOff } from './guest.js'
-import { haltHost, stopHost, stopSteps } from './host.js'
+import { haltHost, stopHost, stopSteps, type StopOptions } from './host.js'
 import type { ActionHandler } from './params.js'
 import { hostsOfPool, liveGuests, planEvacuation } from './placement.js'
 import type { Plan } from './plan.js'
@@ -45,21 +45,25 @@ const emergencyShutdown: ActionHandler = async (op, object) => {
   return undefined
 }
 
+const ROLLING: StopOptions = { reboot: true, pinned: 'leave' }
+
 /**
  * Each running host in turn, the master first as XO does: evacuated,
- * rebooted, back. Every host's evacuation must be possible before anything
- * starts. VMs are not moved back afterwards.
+ * rebooted, back. VMs on a host's local storage cannot leave it: they are
+ * shut down and started again around its reboot. Every host's evacuation
+ * must fit in the others' memory before anything starts; VMs are not moved
+ * back afterwards.
  */
 const rollingReboot: ActionHandler = async (op, object) => {
   const hosts = preview(op.env, (plan) => {
     const order = runningHosts(plan, object.id, 'first')
-    for (const id of order) planEvacuation(plan, id)
+    for (const id of order) planEvacuation(plan, id, ROLLING.pinned)
     return order
   })
   const run = new Run(op, hosts.length)
   for (const [i, id] of hosts.entries()) {
-    const steps = run.read((plan) => stopSteps(plan, id, true))
-    await stopHost(run.part(steps, i / hosts.length, (i + 1) / hosts.length), op.env.clock, id, true)
+    const steps = run.read((plan) => stopSteps(plan, id, ROLLING))
+    await stopHost(run.part(steps, i / hosts.length, (i + 1) / hosts.length), op.env.clock, id, ROLLING)
   }
   return undefined
 }

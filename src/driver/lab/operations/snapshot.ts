@@ -1,9 +1,10 @@
-import { incorrectState, invalidParameters } from '../../../errors.js'
+import { incorrectState, invalidParameters, isKeelError } from '../../../errors.js'
 import type { VmRecord, VmSnapshotRecord } from '../../../model/records.js'
 import { addVbd, addVdi, addVdiSnapshot, addVif, identity, randomMac } from './builders.js'
-import { ALL_STATES, clearRuntime, haltedContainer, requirePowerState, seconds } from './guest.js'
+import { ALL_STATES, clearRuntime, haltedContainer, powerOn, requirePowerState, seconds } from './guest.js'
 import { addToList } from './lists.js'
 import { optionalString, requiredString, type ActionHandler } from './params.js'
+import { chooseHost } from './placement.js'
 import type { Frozen, Plan } from './plan.js'
 import { runTransition, transitionSteps } from './power.js'
 import { preview, Run } from './run.js'
@@ -18,6 +19,12 @@ import { accountDisk, freeSpace, isThick } from './sr-usage.js'
 
 /** Steps that pass before a snapshot or clone shows. */
 const COPY_WAITS = 2
+
+/**
+ * XAPI keeps the VM's power state in the snapshot's snapshot_info, which XO
+ * records do not show; the lab keeps it in the snapshot's other_config.
+ */
+const POWER_STATE_AT_SNAPSHOT = 'power-state-at-snapshot'
 
 /** A thick SR must have room for the full-size volumes a snapshot or clone reserves. */
 function reserveThick(plan: Plan, vdiIds: readonly string[]): void {
@@ -59,7 +66,7 @@ function haltedSettings(vm: Frozen<VmRecord>): Omit<VmRecord, 'vulnerabilities'>
 }
 
 /** A disk-only snapshot: a halted copy of the VM's settings, a VDI-snapshot per disk and copies of its VIFs. */
-export function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: number): string {
+function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: number): string {
   const vm = plan.get(vmId, 'VM')
   requirePowerState(vm, ALL_STATES)
   const drives = diskDrives(plan, vm)
@@ -73,6 +80,7 @@ export function snapshotVm(plan: Plan, vmId: string, name: string | undefined, n
     type: 'VM-snapshot',
     ...identity(vm.$pool),
     name_label: name ?? vm.name_label,
+    other: { ...vm.other, [POWER_STATE_AT_SNAPSHOT]: vm.power_state },
     $container: haltedContainer(plan, vm),
     snapshot_time: time,
     $snapshot_of: vm.id,
@@ -92,7 +100,7 @@ export function snapshotVm(plan: Plan, vmId: string, name: string | undefined, n
 }
 
 /** A fast clone of a halted VM: new disks sharing the originals' blocks, new VIFs with new MACs. */
-export function cloneVm(plan: Plan, vmId: string, name: string | undefined, userId: string, now: number): string {
+function cloneVm(plan: Plan, vmId: string, name: string | undefined, userId: string, now: number): string {
   const vm = plan.get(vmId, 'VM')
   requirePowerState(vm, ['Halted'])
   const drives = diskDrives(plan, vm)
@@ -168,7 +176,7 @@ const RESTORED = [
  * keep their ids (their contents revert in place); disks added since the
  * snapshot stay as they are.
  */
-export function revertVm(plan: Plan, vmId: string, snapshotId: string): void {
+function revertVm(plan: Plan, vmId: string, snapshotId: string): void {
   const snapshot = snapshotOf(plan, vmId, snapshotId)
   const vm = plan.edit(vmId, 'VM')
   requirePowerState(vm, ['Halted'])
@@ -219,19 +227,41 @@ export const snapshotActions: Readonly<Record<string, ActionHandler>> = {
     await run.wait(COPY_WAITS)
     return { id: await run.apply(build), type: 'VM' }
   },
-  // A running VM is powered off first, as XAPI does; the snapshots are disk-only.
+  // As XO does: a live VM is powered off first (the snapshots are disk-only), and a
+  // VM snapshotted while running is started again, on its host if it can.
   revert_snapshot: async (op, object, params) => {
     const snapshotId = requiredString(params, 'snapshotId')
-    const halted = preview(op.env, (plan) => {
-      snapshotOf(plan, object.id, snapshotId)
+    const { host, restart } = preview(op.env, (plan) => {
+      const snapshot = snapshotOf(plan, object.id, snapshotId)
       const vm = plan.get(object.id, 'VM')
       if (vm.power_state === 'Halted') revertVm(plan, vm.id, snapshotId)
-      return vm.power_state === 'Halted'
+      return {
+        host: vm.power_state === 'Halted' ? undefined : vm.$container,
+        restart: snapshot.other[POWER_STATE_AT_SNAPSHOT] === 'Running',
+      }
     })
-    const run = new Run(op, (halted ? 0 : transitionSteps('hard_shutdown')) + 2)
-    if (!halted) await runTransition(run, op.env.clock, object.id, 'hard_shutdown')
+    const startSteps = transitionSteps('start')
+    const run = new Run(op, (host === undefined ? 0 : transitionSteps('hard_shutdown')) + 2 + (restart ? startSteps : 0))
+    if (host !== undefined) await runTransition(run, op.env.clock, object.id, 'hard_shutdown')
     await run.wait()
     await run.apply((plan) => revertVm(plan, object.id, snapshotId))
+    if (!restart) return undefined
+    await run.wait(startSteps - 1)
+    await run.apply((plan) => restartReverted(plan, object.id, host, op.env.clock()))
     return undefined
   },
+}
+
+/** XO starts the reverted VM and ignores a failure: the revert itself is done, the VM stays halted. */
+function restartReverted(plan: Plan, vmId: string, preferred: string | undefined, now: number): void {
+  const vm = plan.get(vmId, 'VM')
+  if (vm.power_state !== 'Halted') return
+  let hostId: string
+  try {
+    hostId = chooseHost(plan, vm, preferred).id
+  } catch (error) {
+    if (isKeelError(error)) return
+    throw error
+  }
+  powerOn(plan, vmId, hostId, now)
 }

@@ -1,0 +1,56 @@
+import t from 'tap'
+import { JsonCache } from '../../src/http/json-cache.js'
+import { ListingCache } from '../../src/api/listing-cache.js'
+import { EventBus } from '../../src/events/bus.js'
+import { Versions } from '../../src/events/versions.js'
+
+t.test('JsonCache serializes a record once per variant, and again when the record object changes', async (t) => {
+  const cache = new JsonCache(1024 * 1024)
+  let calls = 0
+  const produce = (value: object) => () => {
+    calls++
+    return JSON.stringify(value)
+  }
+  const first = Object.freeze({ id: 'a', name: 'one' })
+  t.equal(cache.bytes(first, 'record', produce(first)).toString(), '{"id":"a","name":"one"}')
+  t.equal(cache.bytes(first, 'record', produce(first)).toString(), '{"id":"a","name":"one"}')
+  t.equal(calls, 1)
+  t.equal(cache.bytes(first, 'href', () => '"/x/a"').toString(), '"/x/a"', 'a second variant')
+  t.equal(cache.bytes(first, 'record', produce(first)).toString(), '{"id":"a","name":"one"}', 'the first variant survives')
+  t.equal(calls, 1)
+  const changed = Object.freeze({ id: 'a', name: 'two' })
+  t.equal(cache.bytes(changed, 'record', produce(changed)).toString(), '{"id":"a","name":"two"}')
+  t.equal(calls, 2)
+})
+
+t.test('JsonCache stays within its byte bound', async (t) => {
+  const cache = new JsonCache(10_000)
+  for (let i = 0; i < 1000; i++) {
+    const record = { id: String(i), padding: 'x'.repeat(100) }
+    cache.bytes(record, 'record', () => JSON.stringify(record))
+  }
+  t.ok(cache.size <= 10_000, `${cache.size} bytes held`)
+  t.ok(cache.size > 5_000)
+})
+
+t.test('ListingCache answers only for the version it was built at, and skips bodies over the entry bound', async (t) => {
+  const listings = new ListingCache(1024 * 1024, 100)
+  listings.set('k', '1', Buffer.from('[1]'))
+  t.equal(listings.get('k', '1')?.toString(), '[1]')
+  t.equal(listings.get('k', '2'), undefined)
+  listings.set('big', '1', Buffer.alloc(101))
+  t.equal(listings.get('big', '1'), undefined)
+})
+
+t.test('Versions move with every change of a type on the bus', async (t) => {
+  const bus = new EventBus()
+  const versions = new Versions(bus)
+  const before = versions.of(['VM', 'host'])
+  bus.publish({ kind: 'add', object: { id: 'h', type: 'host' } })
+  const after = versions.of(['VM', 'host'])
+  t.not(after, before)
+  t.equal(versions.of(['VM']), '0')
+  versions.close()
+  bus.publish({ kind: 'add', object: { id: 'v', type: 'VM' } })
+  t.equal(versions.of(['VM']), '0', 'closed: no longer listening')
+})
