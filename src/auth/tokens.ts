@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { Statement } from 'better-sqlite3'
 import type { Db } from '../store/database.js'
 import { noSuchObject } from '../errors.js'
 
@@ -49,11 +50,16 @@ export class TokenStore {
   readonly #db: Db
   readonly #clientKey: Buffer
   readonly #clock: () => number
+  // Resolving runs on every token-authenticated request: its statements are prepared once.
+  readonly #lookup: Statement<[string], Pick<TokenRow, 'secret_hash' | 'user_id' | 'expiration'>>
+  readonly #deleteByHash: Statement<[string]>
 
   constructor(db: Db, clientKey: Buffer, clock: () => number) {
     this.#db = db
     this.#clientKey = clientKey
     this.#clock = clock
+    this.#lookup = db.prepare('SELECT secret_hash, user_id, expiration FROM tokens WHERE secret_hash = ?')
+    this.#deleteByHash = db.prepare('DELETE FROM tokens WHERE secret_hash = ?')
   }
 
   create(input: { userId: string; validity: number; description?: string; clientId?: string }): CreatedToken {
@@ -71,7 +77,7 @@ export class TokenStore {
           const row = { ...existing, expiration, description: input.description ?? existing.description }
           return { id: this.#clientSecret(existing.identifier), ...toListed(row) }
         }
-        if (existing !== undefined) this.#db.prepare('DELETE FROM tokens WHERE secret_hash = ?').run(existing.secret_hash)
+        if (existing !== undefined) this.#deleteByHash.run(existing.secret_hash)
       }
       const identifier = randomBytes(12).toString('base64url')
       const secret = input.clientId === undefined ? randomBytes(32).toString('base64url') : this.#clientSecret(identifier)
@@ -97,14 +103,12 @@ export class TokenStore {
   /** The owner of a valid, unexpired token, or undefined. */
   resolve(secret: string): string | undefined {
     const hash = hashSecret(secret)
-    const row = this.#db.prepare('SELECT secret_hash, user_id, expiration FROM tokens WHERE secret_hash = ?').get(hash) as
-      | Pick<TokenRow, 'secret_hash' | 'user_id' | 'expiration'>
-      | undefined
+    const row = this.#lookup.get(hash)
     if (row === undefined) return undefined
     // The index lookup already matched; the explicit comparison keeps the check constant-time by construction.
     if (!timingSafeEqual(Buffer.from(row.secret_hash), Buffer.from(hash))) return undefined
     if (row.expiration <= this.#clock()) {
-      this.#db.prepare('DELETE FROM tokens WHERE secret_hash = ?').run(hash)
+      this.#deleteByHash.run(hash)
       return undefined
     }
     return row.user_id

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { Statement } from 'better-sqlite3'
 import type { Db } from '../store/database.js'
 import type { XoRecord } from '../driver/types.js'
 import type { EventBus } from '../events/bus.js'
@@ -56,11 +57,14 @@ export class Directory {
   readonly #clock: () => number
   #users = new Map<string, UserRecord>()
   #groups = new Map<string, GroupRecord>()
+  // Every password login looks its account up: prepared once.
+  readonly #credentials: Statement<[string], Pick<UserRow, 'id' | 'password_hash'>>
 
   constructor(db: Db, bus: EventBus, clock: () => number) {
     this.#db = db
     this.#bus = bus
     this.#clock = clock
+    this.#credentials = db.prepare('SELECT id, password_hash FROM users WHERE email = ?')
     this.#reload()
   }
 
@@ -86,9 +90,7 @@ export class Directory {
 
   /** The stored password hash and record for a login name, case-insensitively. */
   credentialsOf(email: string): { user: UserRecord; passwordHash: string } | undefined {
-    const row = this.#db.prepare('SELECT id, password_hash FROM users WHERE email = ?').get(email) as
-      | Pick<UserRow, 'id' | 'password_hash'>
-      | undefined
+    const row = this.#credentials.get(email)
     const user = row && this.#users.get(row.id)
     return user && row ? { user, passwordHash: row.password_hash } : undefined
   }

@@ -96,3 +96,27 @@ t.test('a bad configuration stops the start naming the key', async (t) => {
   t.equal(await unknown.exited, 2)
   t.match(unknown.stderr(), /unknown command/)
 })
+
+t.test('keel lab generate builds a lab of any size that serve then lists', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keel-cli-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const generate = run(['lab', 'generate', '--vms', '10000', '--hosts', '40', '--data-dir', dataDir], { KEEL_ADMIN_PASSWORD: 'gen-secret' })
+  t.equal(await generate.exited, 0, generate.stderr())
+  t.match(generate.stdout(), /generated a lab of 10000 VMs on 40 hosts/)
+  const server = run(['serve', '--port', '0', '--data-dir', dataDir])
+  const [, url] = await waitFor(() => server.stdout().match(/listening on (http:\/\/[\d.:]+)/), server)
+  const auth = 'Basic ' + Buffer.from('admin@admin.net:gen-secret').toString('base64')
+  const vms = (await (await fetch(`${url}/rest/v0/vms`, { headers: { authorization: auth } })).json()) as string[]
+  t.equal(vms.length, 10000)
+  const hosts = (await (await fetch(`${url}/rest/v0/hosts`, { headers: { authorization: auth } })).json()) as string[]
+  t.equal(hosts.length, 40)
+  server.child.kill('SIGTERM')
+  t.equal(await server.exited, 0)
+
+  const bad = run(['lab', 'generate', '--vms', 'many', '--data-dir', dataDir])
+  t.equal(await bad.exited, 2)
+  t.match(bad.stderr(), /--vms expects a whole number/)
+  const missing = run(['lab', 'generate', '--data-dir', dataDir])
+  t.equal(await missing.exited, 2)
+  t.match(missing.stderr(), /needs --vms/)
+})

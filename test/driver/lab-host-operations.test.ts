@@ -2,7 +2,7 @@ import t from 'tap'
 import type { LabDriver } from '../../src/driver/lab/driver.js'
 import type { HostRecord } from '../../src/model/records.js'
 import { act, context, current, failure, field, named, openLab, problems, progressComplete, type Context } from './fixtures/lab.js'
-import { TWO_POOLS } from './fixtures/specs.js'
+import { crowdedHost, TWO_POOLS } from './fixtures/specs.js'
 
 const hostOf = (driver: LabDriver, id: string): HostRecord => current(driver, id) as unknown as HostRecord
 
@@ -98,20 +98,28 @@ t.test('an evacuation without room is refused before anything changes', async (t
   t.same(changes, [])
 })
 
-t.test('an evacuation aborted half-way puts the host back in service', async (t) => {
-  const { driver } = await openLab(t)
-  const host = named(driver, 'host', 'xcp-ng-03')
-  await act(driver, named(driver, 'VM', 'mail-01'), 'hard_shutdown')
+t.test('VMs leave in batches; an evacuation aborted half-way puts the host back in service', async (t) => {
+  const { driver } = await openLab(t, { spec: crowdedHost(12) })
+  const host = named(driver, 'host', 'c1')
   const ctx = context()
-  let moved: string | undefined
+  // VMs that left the host, step by step (a progress report ends each step)
+  const moved: number[] = []
+  let leaving = 0
   driver.subscribe((change) => {
-    if (moved === undefined && change.object.type === 'VM' && change.previous?.['$container'] === host.id) {
-      moved = change.object.id
-      ctx.controller.abort()
-    }
+    if (change.object.type === 'VM' && change.previous?.['$container'] === host.id) leaving++
   })
-  t.equal((await failure(act(driver, host, 'clean_reboot', {}, ctx))).code, 'ABORTED')
-  t.ok(moved !== undefined && current(driver, moved)['$container'] !== host.id, 'the VM already moved stays moved')
+  const aborting = {
+    ...ctx,
+    progress: (percent: number) => {
+      ctx.progress(percent)
+      moved.push(leaving)
+      leaving = 0
+      if (moved.some((count) => count > 0)) ctx.controller.abort()
+    },
+  }
+  t.equal((await failure(act(driver, host, 'clean_reboot', {}, aborting))).code, 'ABORTED')
+  t.same(moved, [0, 10], 'disabled, then ten VMs moved in one step')
+  t.equal(field<string[]>(current(driver, host.id), 'residentVms').length, 1 + 2, 'two are left, with the control domain')
   t.same([hostOf(driver, host.id).power_state, hostOf(driver, host.id).enabled], ['Running', true], 'enabled again')
   t.same(problems(driver), [])
 })

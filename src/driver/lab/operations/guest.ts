@@ -172,7 +172,6 @@ export function reboot(plan: Plan, vmId: string, now: number): void {
   vm.power_state = 'Running'
   vm.startTime = seconds(now)
   reportGuest(plan, vm)
-  refreshHostMemory(plan, vm.$container)
 }
 
 /** A live VM moves to another host of its pool, which the caller has checked. */

@@ -9,13 +9,16 @@ import { preview, Run, type Operation } from './run.js'
 /**
  * Host power and maintenance. A host stops only once its live VMs are gone:
  * it is disabled first so that nothing new lands on it, the VMs are migrated
- * one step each, then it goes down. If the evacuation fails or is aborted,
+ * a batch per step, then it goes down. If the evacuation fails or is aborted,
  * the host is enabled again as it was; once it is evacuated, it goes down
  * (and for a reboot, comes back) whatever happens.
  */
 
 /** Steps a host takes to boot once powered on. */
 const BOOT_WAITS = 2
+
+/** VMs migrated together in one evacuation step, as XAPI's host.evacuate does in parallel batches. */
+const EVACUATION_BATCH = 10
 
 function requireHostState(host: Frozen<HostRecord>, expected: HostRecord['power_state']): void {
   if (host.power_state !== expected) {
@@ -80,9 +83,9 @@ export interface StopOptions {
 export function stopSteps(plan: Plan, hostId: string, { reboot, pinned }: StopOptions): number {
   const host = plan.get(hostId, 'host')
   requireHostState(host, 'Running')
-  const moves = planEvacuation(plan, hostId, pinned).length
-  const stopped = pinned === 'leave' ? pinnedGuests(plan, host).length : 0
-  return (host.enabled ? 1 : 0) + moves + stopped + 1 + (reboot ? BOOT_WAITS + 1 + stopped : 0)
+  const batches = Math.ceil(planEvacuation(plan, hostId, pinned).length / EVACUATION_BATCH)
+  const stops = pinned === 'leave' && pinnedGuests(plan, host).length > 0 ? 1 : 0
+  return (host.enabled ? 1 : 0) + batches + stops + 1 + (reboot ? BOOT_WAITS + 1 + stops : 0)
 }
 
 /** Evacuates and stops a host (and boots it again for a reboot), as steps of `run`. */
@@ -96,8 +99,7 @@ export async function stopHost(run: Run, clock: () => number, hostId: string, { 
     // Planned again at each step: VMs may have started, stopped or moved meanwhile.
     while (run.read((plan) => planEvacuation(plan, hostId, pinned).length > 0)) {
       await run.apply((plan) => {
-        const [next] = planEvacuation(plan, hostId, pinned)
-        if (next !== undefined) move(plan, next.vm, next.to)
+        for (const next of planEvacuation(plan, hostId, pinned).slice(0, EVACUATION_BATCH)) move(plan, next.vm, next.to)
       })
     }
   } catch (error) {
@@ -111,18 +113,23 @@ export async function stopHost(run: Run, clock: () => number, hostId: string, { 
   }
   run.pastPointOfNoReturn()
   const stopped = run.read((plan) => pinnedGuests(plan, plan.get(hostId, 'host')).map((vm) => ({ id: vm.id, state: vm.power_state })))
-  for (const { id } of stopped) await run.apply((plan) => powerOff(plan, id))
+  if (stopped.length > 0) {
+    await run.apply((plan) => {
+      for (const { id } of stopped) powerOff(plan, id)
+    })
+  }
   await run.apply((plan) => haltHost(plan, hostId))
   if (!reboot) return
   await run.wait(BOOT_WAITS)
   await run.apply((plan) => bootHost(plan, hostId, clock()))
-  for (const { id, state } of stopped) {
-    await run.apply((plan) => {
+  if (stopped.length === 0) return
+  await run.apply((plan) => {
+    for (const { id, state } of stopped) {
       powerOn(plan, id, chooseHost(plan, plan.get(id, 'VM')).id, clock())
       // XAPI starts a VM paused on request: it comes back as it was.
       if (state === 'Paused') setPaused(plan, id, true)
-    })
-  }
+    }
+  })
 }
 
 const stopAction =

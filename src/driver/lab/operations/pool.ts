@@ -2,7 +2,7 @@ import { createVmAction } from './create-vm.js'
 import { powerOff } from './guest.js'
 import { haltHost, stopHost, stopSteps, type StopOptions } from './host.js'
 import type { ActionHandler } from './params.js'
-import { hostsOfPool, liveGuests, planEvacuation } from './placement.js'
+import { hostsOfPool, planEvacuation } from './placement.js'
 import type { Plan } from './plan.js'
 import { preview, Run } from './run.js'
 
@@ -16,30 +16,37 @@ function runningHosts(plan: Plan, poolId: string, master: 'first' | 'last'): str
 }
 
 /**
- * Every VM of the pool that is not halted is powered off, one step each,
- * then the hosts go down, the master last since it coordinates the others.
+ * Every VM of the pool that is not halted is powered off, a host's VMs at
+ * once, then that host goes down; the master last since it coordinates the
+ * others. Suspended VMs of hosts already down go in a last step.
  */
 const emergencyShutdown: ActionHandler = async (op, object) => {
-  const { vms, hosts } = preview(op.env, (plan) => ({
-    vms: plan
+  const notHalted = (plan: Plan): string[] =>
+    plan
       .all('VM')
       .filter((vm) => vm.$pool === object.id && vm.power_state !== 'Halted')
-      .map((vm) => vm.id),
-    hosts: runningHosts(plan, object.id, 'last'),
-  }))
-  const run = new Run(op, vms.length + hosts.length)
-  for (const id of vms) {
+      .map((vm) => vm.id)
+  const { hosts, leftOver } = preview(op.env, (plan) => {
+    const order = runningHosts(plan, object.id, 'last')
+    const onThem = new Set(order.flatMap((id) => plan.get(id, 'host').residentVms))
+    return { hosts: order, leftOver: notHalted(plan).some((id) => !onThem.has(id)) }
+  })
+  const run = new Run(op, 2 * hosts.length + (leftOver ? 1 : 0))
+  for (const id of hosts) {
+    const resident = (plan: Plan): string[] => plan.get(id, 'host').residentVms.filter((vm) => plan.find(vm)?.type === 'VM')
     await run.apply((plan) => {
-      if (plan.get(id, 'VM').power_state !== 'Halted') powerOff(plan, id)
+      for (const vm of resident(plan)) if (plan.get(vm, 'VM').power_state !== 'Halted') powerOff(plan, vm)
+    })
+    await run.apply((plan) => {
+      if (plan.get(id, 'host').power_state !== 'Running') return
+      // VMs that landed there since the previous step go down with it.
+      for (const vm of resident(plan)) if (plan.get(vm, 'VM').power_state !== 'Halted') powerOff(plan, vm)
+      haltHost(plan, id)
     })
   }
-  for (const id of hosts) {
+  if (leftOver) {
     await run.apply((plan) => {
-      const host = plan.get(id, 'host')
-      if (host.power_state !== 'Running') return
-      // VMs started since the first steps go down with their host.
-      for (const vm of liveGuests(plan, host)) powerOff(plan, vm.id)
-      haltHost(plan, id)
+      for (const id of notHalted(plan)) powerOff(plan, id)
     })
   }
   return undefined

@@ -78,7 +78,10 @@ export class Run {
 
   /** Steps where time passes and nothing shows. */
   async wait(count = 1): Promise<void> {
-    for (let i = 0; i < count; i++) await this.#tick()
+    for (let i = 0; i < count; i++) {
+      await this.#sleep()
+      this.#advance()
+    }
   }
 
   /** A step that ends in one visible change; what `build` returns is the step's result. */
@@ -107,11 +110,6 @@ export class Run {
     this.#abortable = false
   }
 
-  async #tick(): Promise<void> {
-    await this.#sleep()
-    this.#advance()
-  }
-
   async #sleep(): Promise<void> {
     const { signal, env } = this.#op
     if (!this.#abortable) {
@@ -125,6 +123,8 @@ export class Run {
       if (signal.aborted) throw aborted()
       throw error
     }
+    // an abort that came as the delay ended still stops the step
+    if (signal.aborted) throw aborted()
   }
 
   #advance(): void {

@@ -70,10 +70,7 @@ function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: num
   const vm = plan.get(vmId, 'VM')
   requirePowerState(vm, ALL_STATES)
   const drives = diskDrives(plan, vm)
-  reserveThick(
-    plan,
-    drives.map((drive) => drive.vdi),
-  )
+  reserveThick(plan, drives.map((drive) => drive.vdi))
   const time = seconds(now)
   const snapshot = plan.add<VmSnapshotRecord>({
     ...haltedSettings(vm),
@@ -104,10 +101,7 @@ function cloneVm(plan: Plan, vmId: string, name: string | undefined, userId: str
   const vm = plan.get(vmId, 'VM')
   requirePowerState(vm, ['Halted'])
   const drives = diskDrives(plan, vm)
-  reserveThick(
-    plan,
-    drives.map((drive) => drive.vdi),
-  )
+  reserveThick(plan, drives.map((drive) => drive.vdi))
   const { parent: _parent, ...settings } = haltedSettings(vm)
   const base = identity(vm.$pool)
   const clone = plan.add<VmRecord>({

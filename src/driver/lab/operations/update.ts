@@ -107,8 +107,10 @@ function growDisk(plan: Plan, id: string, value: unknown): string | undefined {
   const vdi = plan.edit(id, 'VDI')
   if (value < vdi.size) return `a disk can only grow: it has ${vdi.size} bytes`
   const sr = plan.get(vdi.$SR, 'SR')
-  const extra = isThick(sr) ? value - vdi.size : 0
-  if (extra > freeSpace(sr)) return `SR ${sr.id} has ${freeSpace(sr)} bytes free, ${extra} more are needed`
+  // As for a new disk, the added bytes must fit in the SR; only a thick SR allocates them now.
+  const growth = value - vdi.size
+  if (growth > freeSpace(sr)) return `SR ${sr.id} has ${freeSpace(sr)} bytes free, ${growth} more are needed`
+  const extra = isThick(sr) ? growth : 0
   accountDisk(plan, vdi, -1)
   vdi.size = value
   vdi.usage += extra
