@@ -33,9 +33,19 @@ interface Measure {
   readonly errors: number
 }
 
-async function load(url: string, headers: Record<string, string>): Promise<Measure> {
-  await autocannon({ url, connections, duration: Math.min(3, duration), headers })
-  const result = await autocannon({ url, connections, duration, headers })
+/** With `uniquePaths`, each request asks a query never asked before, so no whole-listing cache can answer it. */
+async function load(url: string, headers: Record<string, string>, uniquePaths = false): Promise<Measure> {
+  let counter = 0
+  const requests = uniquePaths
+    ? [
+        {
+          setupRequest: (request: autocannon.Request) => ({ ...request, path: `${request.path ?? '/'}&limit=${1_000_000 + counter++}` }),
+        },
+      ]
+    : undefined
+  const options = { url, connections, headers, ...(requests === undefined ? {} : { requests }) }
+  await autocannon({ ...options, duration: Math.min(3, duration) })
+  const result = await autocannon({ ...options, duration })
   return { requests: result.requests.average, p99: result.latency.p99, errors: result.errors + result.non2xx }
 }
 
@@ -55,9 +65,11 @@ async function main(): Promise<void> {
     const vm = all.find((candidate) => candidate.power_state === 'Running') ?? all[0]
     if (vm === undefined) throw new Error('no VM in the generated lab')
 
+    const listing = '/rest/v0/vms?fields=name_label,power_state,$container&filter=power_state:Running'
     const cases = [
-      { name: 'list running VMs, 3 fields', path: '/rest/v0/vms?fields=name_label,power_state,$container&filter=power_state:Running' },
-      { name: 'one VM', path: `/rest/v0/vms/${vm.id}` },
+      { name: 'list running VMs, 3 fields', path: listing, unique: false },
+      { name: 'same, a new query string each time (joins cached records)', path: listing, unique: true },
+      { name: 'one VM', path: `/rest/v0/vms/${vm.id}`, unique: false },
     ]
     const rows: string[] = []
     for (const item of cases) {
@@ -67,7 +79,7 @@ async function main(): Promise<void> {
       writeFileSync(file, bytes)
       const bare = await start('serve-bare.js', [file, response.headers.get('content-type') ?? 'application/json'])
       children.push(bare.child)
-      const keelResult = await load(keel.url + item.path, headers)
+      const keelResult = await load(keel.url + item.path, headers, item.unique)
       const bareResult = await load(bare.url + '/', {})
       bare.child.kill('SIGTERM')
       rows.push(

@@ -37,7 +37,7 @@ export function serializationBench(vms: XoRecord[], iterations = 20): SerializeR
   const comma = Buffer.from(',')
   const joinCached = (): Buffer => {
     const parts: Buffer[] = [Buffer.from('[')]
-    for (const vm of vms) parts.push(cache.bytes(vm, 'record', () => JSON.stringify(vm)), comma)
+    for (const vm of vms) parts.push(cache.bytes(vm, 'record', (record) => JSON.stringify(record)), comma)
     parts[parts.length - 1] = Buffer.from(']')
     return Buffer.concat(parts)
   }

@@ -20,7 +20,6 @@ import { TokenStore } from './auth/tokens.js'
 import { Directory } from './auth/users.js'
 import type { Config } from './config/config.js'
 import { LabDriver } from './driver/lab/driver.js'
-import { labUsage } from './driver/lab/usage.js'
 import type { LabSpec } from './driver/lab/spec.js'
 import type { Driver } from './driver/types.js'
 import { EventBus } from './events/bus.js'
@@ -134,7 +133,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...userRoutes(directory),
     ...groupRoutes(directory),
     ...tokenRoutes(tokens, options.config.authentication),
-    ...dashboardRoutes({ driver, clock, usage: labUsage }),
+    ...dashboardRoutes({ driver, clock }),
     ...(options.extraRoutes ?? []),
   ]
   for (const route of routes) router.add(route)

@@ -75,10 +75,10 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
         const id = params['id'] as string
         const object = target(id)
         const args = (body ?? {}) as Record<string, unknown>
-        for (const [param, type] of Object.entries(binding.spec.refs ?? {})) {
-          const ref = args[param]
-          if (typeof ref !== 'string') continue
-          if (deps.driver.getObject(ref)?.type !== type) throw noSuchObject(ref, type)
+        for (const [path, type] of Object.entries(binding.spec.refs ?? {})) {
+          for (const ref of referencedIds(args, path)) {
+            if (deps.driver.getObject(ref)?.type !== type) throw noSuchObject(ref, type)
+          }
         }
         const userId = (principal as Principal).id
         const { task, done } = deps.tasks.run(
@@ -157,6 +157,20 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
       },
     }),
   ]
+}
+
+/** The ids a reference path (`hostId`, `vdis[].sr`) names in validated parameters. */
+export function referencedIds(params: Readonly<Record<string, unknown>>, path: string): string[] {
+  let values: unknown[] = [params]
+  for (const segment of path.split('.')) {
+    const many = segment.endsWith('[]')
+    const key = many ? segment.slice(0, -2) : segment
+    values = values.flatMap((value) => {
+      const next = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined
+      return many ? (Array.isArray(next) ? next : []) : [next]
+    })
+  }
+  return values.filter((value): value is string => typeof value === 'string')
 }
 
 /** TypeBox adds symbol keys; clients get plain JSON Schema. */

@@ -11,21 +11,13 @@ import { BASE } from './read.js'
  * GET /rest/v0/pools/:id/dashboard: the reference product's aggregated pool
  * view (XO PoolService.getDashboard), computed from the driver's records and
  * live usage figures. Host and SR figures come from the records, CPU and
- * guest memory from `usage` (the lab simulates them; a real driver would read
- * the hypervisor's statistics).
+ * guest memory from the driver's `usage` (the lab simulates them; a real
+ * driver reads the hypervisor's statistics).
  */
-
-export interface UsageFigures {
-  /** 0 to 1 */
-  readonly cpu: number
-  /** bytes in use */
-  readonly memory?: number
-}
 
 export interface DashboardDeps {
   readonly driver: Driver
   readonly clock: () => number
-  readonly usage: (record: XoRecord, now: number) => UsageFigures
 }
 
 const TOP = 5
@@ -91,7 +83,7 @@ function* ofPool(driver: Driver, type: string, poolId: string): Generator<XoReco
   for (const record of driver.objectsOfType(type)) if (record['$pool'] === poolId) yield record
 }
 
-function hostSection(hosts: XoRecord[], usage: DashboardDeps['usage'], now: number) {
+function hostSection(hosts: XoRecord[], figuresOf: Pick<Driver, 'usage'>, now: number) {
   const status = { running: 0, disabled: 0, halted: 0, total: hosts.length }
   const ram = []
   const cpu = []
@@ -101,7 +93,7 @@ function hostSection(hosts: XoRecord[], usage: DashboardDeps['usage'], now: numb
     if (state !== 'Running') continue
     if (host['enabled'] === false) status.disabled++
     else status.running++
-    const figures = usage(host, now)
+    const figures = figuresOf.usage(host, now)
     const size = num(field(host, 'memory', 'size'))
     const used = figures.memory ?? num(field(host, 'memory', 'usage'))
     const id = host.id
@@ -112,7 +104,7 @@ function hostSection(hosts: XoRecord[], usage: DashboardDeps['usage'], now: numb
   return { status, topFiveUsage: { ram: topFive(ram), cpu: topFive(cpu) }, missingPatches: { hasAuthorization: false } }
 }
 
-function vmSection(vms: XoRecord[], usage: DashboardDeps['usage'], now: number) {
+function vmSection(vms: XoRecord[], figuresOf: Pick<Driver, 'usage'>, now: number) {
   const status = { running: 0, halted: 0, paused: 0, suspended: 0, total: vms.length }
   const cpu = []
   const ram = []
@@ -123,7 +115,7 @@ function vmSection(vms: XoRecord[], usage: DashboardDeps['usage'], now: number) 
     else if (state === 'Running') status.running++
     else if (state === 'Paused') status.paused++
     if (state !== 'Running' && state !== 'Paused') continue
-    const figures = usage(vm, now)
+    const figures = figuresOf.usage(vm, now)
     const id = vm.id
     const name_label = str(vm['name_label'])
     cpu.push({ id, name_label, percent: figures.cpu * 100 })
@@ -163,8 +155,8 @@ export function poolDashboard(deps: DashboardDeps, pool: XoRecord) {
   const alarms: string[] = []
   for (const message of ofPool(driver, 'message', pool.id)) if (messageToAlarm(message) !== undefined) alarms.push(message.id)
   return {
-    hosts: hostSection([...ofPool(driver, 'host', pool.id)], deps.usage, now),
-    vms: vmSection(vms, deps.usage, now),
+    hosts: hostSection([...ofPool(driver, 'host', pool.id)], driver, now),
+    vms: vmSection(vms, driver, now),
     srs: srSection([...ofPool(driver, 'SR', pool.id)]),
     alarms,
     cpuProvisioning: cpuProvisioning(pool, vms),

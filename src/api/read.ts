@@ -64,22 +64,25 @@ function* listingTexts(
   const fields = query.fields
   const paths: FieldPath[] | undefined = fields === undefined || fields === '*' ? undefined : parseFields(fields)
   const variant = fields === undefined ? 'href' : fields === '*' ? '*' : `fields:${fields}`
+  const produce = (record: XoRecord): string | Buffer => {
+    const href = hrefOf(source.name, record.id)
+    if (fields === undefined) return JSON.stringify(href)
+    if (paths === undefined) return withHref(recordBytes(cache, record), JSON.stringify(href))
+    const picked = pick(record, paths)
+    picked['href'] = href
+    return JSON.stringify(picked)
+  }
   for (const record of source.list()) {
     if (predicate !== undefined && !predicate(record)) continue
-    yield cache.bytes(record, variant, () => {
-      const href = JSON.stringify(hrefOf(source.name, record.id))
-      if (fields === undefined) return href
-      if (paths === undefined) return withHref(recordBytes(cache, record), href)
-      const picked = pick(record, paths)
-      picked['href'] = hrefOf(source.name, record.id)
-      return JSON.stringify(picked)
-    })
+    yield cache.bytes(record, variant, produce)
     if (--remaining === 0) return
   }
 }
 
+const serialize = (record: XoRecord): string => JSON.stringify(record)
+
 export function recordBytes(cache: JsonCache, record: XoRecord): Buffer {
-  return cache.bytes(record, 'record', () => JSON.stringify(record))
+  return cache.bytes(record, 'record', serialize)
 }
 
 function* keep<T>(items: Iterable<T>, onItem: (item: T) => void): Generator<T, void, undefined> {

@@ -22,6 +22,14 @@ export interface ObjectChange {
 
 export type ChangeListener = (change: ObjectChange) => void
 
+/** Live figures a real pool reads from its statistics (the lab simulates them). */
+export interface UsageFigures {
+  /** CPU use, 0 to 1 of the object's CPUs */
+  readonly cpu: number
+  /** bytes of memory in use, for objects that have memory */
+  readonly memory?: number
+}
+
 export interface Driver extends DriverOperations {
   /** Loads (and on first start seeds) the object index. */
   open(): Promise<void>
@@ -32,6 +40,8 @@ export interface Driver extends DriverOperations {
   countOfType(type: string): number
   /** One object by id, whatever its type. */
   getObject(id: string): XoRecord | undefined
+  /** Current usage of a host or VM at `now` (ms). */
+  usage(object: XoRecord, now: number): UsageFigures
   /** Subscribes to every change; returns the unsubscribe function. */
   subscribe(listener: ChangeListener): () => void
 }

@@ -27,12 +27,16 @@ export class JsonCache {
     })
   }
 
-  /** The text as UTF-8 bytes: a listing then costs memory copies, not string encoding per request. */
-  bytes(record: object, variant: string, produce: () => string | Buffer): Buffer {
+  /**
+   * The text as UTF-8 bytes: a listing then costs memory copies, not string
+   * encoding per request. `produce` gets the record so callers can pass one
+   * function per listing rather than allocate a closure per record.
+   */
+  bytes<R extends object>(record: R, variant: string, produce: (record: R) => string | Buffer): Buffer {
     let texts = this.#texts.get(record)
     const hit = texts?.get(variant)
     if (hit !== undefined) return hit
-    const produced = produce()
+    const produced = produce(record)
     const text = typeof produced === 'string' ? Buffer.from(produced) : produced
     const cost = text.length + variant.length + 64
     if (texts === undefined) {

@@ -13,7 +13,7 @@ export interface ActionSpec {
   /** the action part of the privilege; the resource is the collection's */
   readonly privilege: string
   readonly params: TObject
-  /** parameter → XO type of the object it names */
+  /** parameter path → XO type of the object it names; `a[].b` is field `b` of each item of array `a` */
   readonly refs?: Readonly<Record<string, string>>
   /** XO type of the object it creates, if any */
   readonly creates?: string
@@ -120,7 +120,7 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
           ),
         ),
       }),
-      refs: { template: 'VM-template' },
+      refs: { template: 'VM-template', 'vdis[].sr': 'SR', 'vifs[].network': 'network' },
       creates: 'VM',
     },
     simple('emergency_shutdown', 'emergency-shutdown', 'Hard-shut down every running VM of the pool, then its hosts'),

@@ -221,6 +221,15 @@ t.test('host, pool, SR and VDI actions', async (t) => {
     const missingTemplate = await act(server, `/rest/v0/pools/${demo.pool}/actions/create_vm`, { name_label: 'x', template: 'nope' })
     t.equal(missingTemplate.status, 404)
     t.same(missingTemplate.body, { error: 'no such VM-template nope', code: 'NO_SUCH_OBJECT', data: { id: 'nope', type: 'VM-template' } })
+    const tasksBefore = (await server.json<string[]>('/rest/v0/tasks')).body.length
+    for (const body of [
+      { name_label: 'x', template: demo.template, vdis: [{ name_label: 'd', size: 1024 ** 3, sr: 'nosr' }] },
+      { name_label: 'x', template: demo.template, vifs: [{ network }, { network: 'nonet' }] },
+    ]) {
+      const nested = await act(server, `/rest/v0/pools/${demo.pool}/actions/create_vm`, body, false)
+      t.equal(nested.status, 404, 'nested references are resolved before any task too')
+    }
+    t.equal((await server.json<string[]>('/rest/v0/tasks')).body.length, tasksBefore)
   })
 
   t.test('SR scan and reclaim_space; VDI migrate gives the disk a new id on the new SR', async (t) => {

@@ -3,7 +3,7 @@ import type { Statement } from 'better-sqlite3'
 import { alreadyExists, noSuchObject } from '../../errors.js'
 import { fixturesDir } from '../../paths.js'
 import type { Db } from '../../store/database.js'
-import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, XoRecord } from '../types.js'
+import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, XoRecord } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { expandLab } from './expand.js'
 import { destroy } from './operations/destroy.js'
@@ -13,6 +13,7 @@ import { operation, type LabEnv } from './operations/run.js'
 import { setTag } from './operations/tags.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
+import { labUsage } from './usage.js'
 
 export const DEMO_LAB_FILE = join(fixturesDir, 'demo-lab.json')
 
@@ -110,6 +111,10 @@ export class LabDriver implements Driver {
 
   countOfType(type: string): number {
     return this.#byType.get(type)?.size ?? 0
+  }
+
+  usage(object: XoRecord, now: number): UsageFigures {
+    return labUsage(object, now)
   }
 
   getObject(id: string): XoRecord | undefined {

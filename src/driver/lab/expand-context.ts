@@ -10,6 +10,7 @@ import type {
 } from '../../model/records.js'
 import type { OsProfile, SrDriverProfile } from './catalog.js'
 import { LabRandom } from './random.js'
+import { recordBase } from './record-defaults.js'
 import type { HostSpec, NetworkSpec, SrSpec, TemplateSpec } from './spec.js'
 
 export interface ExpandOptions {
@@ -51,8 +52,7 @@ export class ExpandContext {
   }
 
   base(key: string, poolId: string, id?: string): RecordBase {
-    const uuid = this.random.uuid(key)
-    return { id: id ?? uuid, uuid, $pool: poolId, $poolId: poolId, _xapiRef: `OpaqueRef:${uuid}` }
+    return recordBase(this.random.uuid(key), poolId, id)
   }
 
   /** Adds a record; records are mutable until expansion ends, links are filled in as children appear. */

@@ -2,6 +2,7 @@
 
 import type { VbdRecord, VdiRecord, VdiSnapshotRecord, VifRecord } from '../../model/records.js'
 import type { ExpandContext, NetworkEntry, PoolScope, SrEntry } from './expand-context.js'
+import { vdiDefaults } from './record-defaults.js'
 import { MiB } from './units.js'
 
 export const diskDevice = (position: number): string => `xvd${String.fromCharCode(97 + position)}`
@@ -24,20 +25,14 @@ export function addVdi(context: ExpandContext, pool: PoolScope, sr: SrEntry, key
   const vdi = context.add<VdiRecord>({
     type: 'VDI',
     ...context.base(key, pool.id),
-    name_label: name,
-    name_description: iso ? '' : 'Created by XO',
-    tags: [],
-    size,
-    usage,
-    VDI_type: 'user',
-    cbt_enabled: false,
-    missing: false,
-    ...(iso ? {} : { image_format: 'vhd' }),
-    snapshots: [],
-    current_operations: {},
-    other_config: {},
-    $SR: sr.record.id,
-    $VBDs: [],
+    ...vdiDefaults({
+      name_label: name,
+      name_description: iso ? '' : 'Created by XO',
+      size,
+      usage,
+      image_format: iso ? undefined : 'vhd',
+      $SR: sr.record.id,
+    }),
     chainPhysicalUsage: usage,
   })
   accountVdi(sr, vdi)
@@ -66,20 +61,14 @@ export function addVdiSnapshot(
   const snapshot = context.add<VdiSnapshotRecord>({
     type: 'VDI-snapshot',
     ...context.base(key, pool.id),
-    name_label: vdi.name_label,
-    name_description: vdi.name_description,
-    tags: [],
-    size: vdi.size,
-    usage,
-    VDI_type: 'user',
-    cbt_enabled: false,
-    missing: false,
-    image_format: 'vhd',
-    snapshots: [],
-    current_operations: {},
-    other_config: {},
-    $SR: vdi.$SR,
-    $VBDs: [],
+    ...vdiDefaults({
+      name_label: vdi.name_label,
+      name_description: vdi.name_description,
+      size: vdi.size,
+      usage,
+      image_format: 'vhd',
+      $SR: vdi.$SR,
+    }),
     snapshot_time: time,
     $snapshot_of: vdi.id,
   })

@@ -10,6 +10,7 @@ import type {
 import { GUEST_BIOS_STRINGS, OS_PROFILES, type OsProfile } from './catalog.js'
 import { addVbd, addVdi, addVdiSnapshot, addVif, allocateAddress } from './expand-devices.js'
 import type { ExpandContext, NetworkEntry, PoolScope, RecordBase, SrEntry, TemplateEntry } from './expand-context.js'
+import { vmLinkDefaults } from './record-defaults.js'
 import type { HostSpec, TemplateSpec, VmSpec } from './spec.js'
 import { GiB, MiB, parseAge, parseSize } from './units.js'
 
@@ -47,12 +48,7 @@ function vmCommon(fields: VmRequired & Partial<VmCommon>, cpus: number, memory: 
     addresses: {},
     os_version: null,
     xenStoreData: {},
-    snapshots: [],
-    VIFs: [],
-    VTPMs: [],
-    VGPUs: [],
-    $VGPUs: [],
-    $VBDs: [],
+    ...vmLinkDefaults(),
     ...rest,
   }
 }

@@ -1,4 +1,4 @@
-import type { XoRecord } from '../types.js'
+import type { UsageFigures, XoRecord } from '../types.js'
 import { LabRandom } from './random.js'
 
 /**
@@ -9,12 +9,6 @@ import { LabRandom } from './random.js'
  * figures drift slowly, and a restart or a second process shows the same
  * values at the same moment.
  */
-export interface LabUsage {
-  /** CPU use, 0 to 1 of the object's CPUs */
-  readonly cpu: number
-  /** bytes of memory in use; absent for objects without memory */
-  readonly memory?: number
-}
 
 const random = new LabRandom(0x05a9e)
 
@@ -62,7 +56,7 @@ function memoryOf(record: XoRecord): { size: number; usage: number | undefined }
   return { size, usage: typeof memory?.usage === 'number' ? memory.usage : undefined }
 }
 
-function hostUsage(record: XoRecord, now: number): LabUsage {
+function hostUsage(record: XoRecord, now: number): UsageFigures {
   if (record['power_state'] !== 'Running') return { cpu: 0, memory: 0 }
   const character = characterOf(record.id)
   const w = wave(character, now)
@@ -72,7 +66,7 @@ function hostUsage(record: XoRecord, now: number): LabUsage {
   return { cpu: clamp(character.base + 0.12 * w, 0.01, 0.99), memory: Math.round(memory) }
 }
 
-function vmUsage(record: XoRecord, now: number): LabUsage {
+function vmUsage(record: XoRecord, now: number): UsageFigures {
   const state = record['power_state']
   if (state !== 'Running' && state !== 'Paused') return { cpu: 0, memory: 0 }
   const character = characterOf(record.id)
@@ -87,7 +81,7 @@ function vmUsage(record: XoRecord, now: number): LabUsage {
   }
 }
 
-export function labUsage(record: XoRecord, now: number): LabUsage {
+export function labUsage(record: XoRecord, now: number): UsageFigures {
   if (record.type === 'host') return hostUsage(record, now)
   if (record.type === 'VM') return vmUsage(record, now)
   return { cpu: 0 }

@@ -2,14 +2,14 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type { VbdRecord, VdiRecord, VdiSnapshotRecord, VifRecord } from '../../../model/records.js'
 import type { RecordBase } from '../expand-context.js'
 import { diskDevice } from '../expand-devices.js'
+import { recordBase, vdiDefaults } from '../record-defaults.js'
 import { addToList } from './lists.js'
 import type { Frozen, Plan } from './plan.js'
 import { accountDisk, isThick } from './sr-usage.js'
 
 /** The XAPI identity of a new object: a fresh uuid, which is also its id. */
 export function identity(poolId: string): RecordBase {
-  const uuid = randomUUID()
-  return { id: uuid, uuid, $pool: poolId, $poolId: poolId, _xapiRef: `OpaqueRef:${uuid}` }
+  return recordBase(randomUUID(), poolId)
 }
 
 /** A MAC with the locally-administered bit set, as XAPI generates for VIFs. */
@@ -100,20 +100,7 @@ export function addVdi(plan: Plan, { sr, poolId, name_label, name_description, s
   const vdi = plan.add<VdiRecord>({
     type: 'VDI',
     ...identity(poolId),
-    name_label,
-    name_description,
-    tags: [...tags],
-    size,
-    usage: used,
-    VDI_type: 'user',
-    cbt_enabled: false,
-    missing: false,
-    image_format: 'vhd',
-    snapshots: [],
-    current_operations: {},
-    other_config: {},
-    $SR: sr,
-    $VBDs: [],
+    ...vdiDefaults({ name_label, name_description, tags, size, usage: used, image_format: 'vhd', $SR: sr }),
     chainPhysicalUsage: used,
   })
   accountDisk(plan, vdi, 1)
@@ -126,20 +113,15 @@ export function addVdiSnapshot(plan: Plan, vdiId: string, time: number): VdiSnap
   const snapshot = plan.add<VdiSnapshotRecord>({
     type: 'VDI-snapshot',
     ...identity(vdi.$pool),
-    name_label: vdi.name_label,
-    name_description: vdi.name_description,
-    tags: [],
-    size: vdi.size,
-    usage: isThick(plan.get(vdi.$SR, 'SR')) ? vdi.size : 0,
-    VDI_type: vdi.VDI_type,
-    cbt_enabled: false,
-    missing: false,
-    image_format: vdi.image_format ?? 'vhd',
-    snapshots: [],
-    current_operations: {},
-    other_config: {},
-    $SR: vdi.$SR,
-    $VBDs: [],
+    ...vdiDefaults({
+      name_label: vdi.name_label,
+      name_description: vdi.name_description,
+      size: vdi.size,
+      usage: isThick(plan.get(vdi.$SR, 'SR')) ? vdi.size : 0,
+      VDI_type: vdi.VDI_type,
+      image_format: vdi.image_format ?? 'vhd',
+      $SR: vdi.$SR,
+    }),
     snapshot_time: time,
     $snapshot_of: vdi.id,
   })

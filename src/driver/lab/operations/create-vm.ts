@@ -3,6 +3,7 @@ import { invalidParameters, noSuchObject, type KeelError } from '../../../errors
 import { actionsByType } from '../../../model/operations.js'
 import type { SrRecord, VmRecord, VmTemplateRecord } from '../../../model/records.js'
 import { GUEST_BIOS_STRINGS } from '../catalog.js'
+import { vmLinkDefaults } from '../record-defaults.js'
 import { addVbd, addVdi, addVif, identity, randomMac } from './builders.js'
 import { clearRuntime, haltedContainer, localHosts, seconds } from './guest.js'
 import type { ActionHandler, Params } from './params.js'
@@ -125,12 +126,7 @@ function createVm(plan: Plan, poolId: string, params: CreateVmParams, userId: st
     memory: { dynamic: [memory, memory], static: [Math.min(template.memory.static[0] ?? memory, memory), memory], size: memory },
     bios_strings: { ...GUEST_BIOS_STRINGS, 'system-serial-number': base.uuid },
     os_version: null,
-    snapshots: [],
-    VIFs: [],
-    VTPMs: [],
-    VGPUs: [],
-    $VGPUs: [],
-    $VBDs: [],
+    ...vmLinkDefaults(),
     vulnerabilities: { xsa468: false },
     $container: poolId,
   })

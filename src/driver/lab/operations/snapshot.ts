@@ -1,5 +1,6 @@
 import { incorrectState, invalidParameters, isKeelError } from '../../../errors.js'
 import type { VmRecord, VmSnapshotRecord } from '../../../model/records.js'
+import { vmLinkDefaults } from '../record-defaults.js'
 import { addVbd, addVdi, addVdiSnapshot, addVif, identity, randomMac } from './builders.js'
 import { ALL_STATES, clearRuntime, haltedContainer, powerOn, requirePowerState, seconds } from './guest.js'
 import { addToList } from './lists.js'
@@ -7,7 +8,7 @@ import { optionalString, requiredString, type ActionHandler } from './params.js'
 import { chooseHost } from './placement.js'
 import type { Frozen, Plan } from './plan.js'
 import { runTransition, transitionSteps } from './power.js'
-import { preview, Run } from './run.js'
+import { preview, Run, type Operation } from './run.js'
 import { accountDisk, freeSpace, isThick } from './sr-usage.js'
 
 /**
@@ -56,12 +57,8 @@ function haltedSettings(vm: Frozen<VmRecord>): Omit<VmRecord, 'vulnerabilities'>
     power_state: 'Halted',
     current_operations: {},
     os_version: null,
-    snapshots: [],
-    VIFs: [],
-    $VBDs: [],
-    VTPMs: [],
-    VGPUs: [],
-    $VGPUs: [],
+    // every link is in `settings` already, so these keep their places in the record
+    ...vmLinkDefaults(),
   }
 }
 
@@ -204,23 +201,27 @@ function restoreDisk(plan: Plan, vdiId: string, size: number): void {
   accountDisk(plan, vdi, 1)
 }
 
+/**
+ * A snapshot or clone: checked on a preview first, then shown after COPY_WAITS
+ * steps. `copy` builds the new object in a plan and returns its id.
+ */
+function copyAction(
+  type: 'VM' | 'VM-snapshot',
+  copy: (plan: Plan, op: Operation, vmId: string, name: string | undefined) => string,
+): ActionHandler {
+  return async (op, object, params) => {
+    const name = optionalString(params, 'name_label')
+    const build = (plan: Plan): string => copy(plan, op, object.id, name)
+    preview(op.env, build)
+    const run = new Run(op, COPY_WAITS + 1)
+    await run.wait(COPY_WAITS)
+    return { id: await run.apply(build), type }
+  }
+}
+
 export const snapshotActions: Readonly<Record<string, ActionHandler>> = {
-  snapshot: async (op, object, params) => {
-    const name = optionalString(params, 'name_label')
-    const build = (plan: Plan): string => snapshotVm(plan, object.id, name, op.env.clock())
-    preview(op.env, build)
-    const run = new Run(op, COPY_WAITS + 1)
-    await run.wait(COPY_WAITS)
-    return { id: await run.apply(build), type: 'VM-snapshot' }
-  },
-  clone: async (op, object, params) => {
-    const name = optionalString(params, 'name_label')
-    const build = (plan: Plan): string => cloneVm(plan, object.id, name, op.userId, op.env.clock())
-    preview(op.env, build)
-    const run = new Run(op, COPY_WAITS + 1)
-    await run.wait(COPY_WAITS)
-    return { id: await run.apply(build), type: 'VM' }
-  },
+  snapshot: copyAction('VM-snapshot', (plan, op, vmId, name) => snapshotVm(plan, vmId, name, op.env.clock())),
+  clone: copyAction('VM', (plan, op, vmId, name) => cloneVm(plan, vmId, name, op.userId, op.env.clock())),
   // As XO does: a live VM is powered off first (the snapshots are disk-only), and a
   // VM snapshotted while running is started again, on its host if it can.
   revert_snapshot: async (op, object, params) => {
