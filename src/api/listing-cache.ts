@@ -14,11 +14,21 @@ interface Entry {
  */
 export class ListingCache {
   readonly #lru: LRUCache<string, Entry>
+  // Queries asked once (a script's one-off filter, a new `limit`) would only
+  // churn the cache: a body is kept from the second time its query is seen.
+  readonly #seen = new LRUCache<string, true>({ max: 4096 })
   readonly maxEntry: number
 
   constructor(maxBytes: number, maxEntry: number) {
     this.maxEntry = maxEntry
     this.#lru = new LRUCache<string, Entry>({ maxSize: maxBytes, sizeCalculation: (entry, key) => entry.body.length + key.length + 64 })
+  }
+
+  /** Whether a body built for this query is worth keeping; the first call for a query says no. */
+  wanted(key: string): boolean {
+    if (this.#seen.has(key)) return true
+    this.#seen.set(key, true)
+    return false
   }
 
   get(key: string, version: string): Buffer | undefined {

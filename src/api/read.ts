@@ -167,13 +167,22 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
         }
         // Parsed before the first byte so that a syntax error still gets its 400.
         const predicate = q.filter === undefined ? undefined : compileFilter(q.filter)
+        const chunks = framed(listingTexts(source, q, predicate, cache), q.ndjson === true)
+        if (!listings.wanted(key)) {
+          await streamChunks(res, 200, contentType, chunks)
+          return
+        }
         const kept: Buffer[] = []
         let keptSize = 0
-        const chunks = keep(framed(listingTexts(source, q, predicate, cache), q.ndjson === true), (chunk) => {
-          keptSize += chunk.length
-          if (keptSize <= listings.maxEntry) kept.push(chunk)
-        })
-        const complete = await streamChunks(res, 200, contentType, chunks)
+        const complete = await streamChunks(
+          res,
+          200,
+          contentType,
+          keep(chunks, (chunk) => {
+            keptSize += chunk.length
+            if (keptSize <= listings.maxEntry) kept.push(chunk)
+          }),
+        )
         // Between batches the stream waited for the socket: store only a body that saw no change.
         if (complete && keptSize <= listings.maxEntry && versions.of(versionTypes) === version) {
           listings.set(key, version, Buffer.concat(kept, keptSize))

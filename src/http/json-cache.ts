@@ -6,9 +6,9 @@ import { LRUCache } from 'lru-cache'
  * snapshots replaced on change, so "changed" is "a different object": texts
  * hang off the record object itself and a new object simply has none yet.
  *
- * Lookups go through a WeakMap keyed by the record (no key string to build or
- * hash: building `variant + id` keys cost more than the serialization it
- * saved, bench/RESULTS.md). The byte bound is an lru-cache over the same
+ * Lookups go through a WeakMap keyed by the record: no key string to build
+ * and hash per record, which profiling showed costing more than the listing
+ * loop itself. The byte bound is an lru-cache over the same
  * records, sized by the texts each holds; evicting a record drops its texts.
  * A hit does not refresh recency: a hot record that ages out is rebuilt once.
  */

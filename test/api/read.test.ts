@@ -138,6 +138,16 @@ t.test('read API on the seeded demo lab', async (t) => {
     t.match(bad.body, { code: 'BAD_QUERY_PARAMETER', data: { parameter: 'ndjson' } })
   })
 
+  t.test('a repeated query is answered whole from the listing cache, identical to the streamed one', async (t) => {
+    const path = '/rest/v0/vms?fields=name_label,power_state&filter=power_state:Halted'
+    const streamed = await (await server.request(path)).text()
+    await (await server.request(path)).text()
+    const third = await server.request(path)
+    t.equal(third.headers.get('content-length'), String(Buffer.byteLength(streamed)), 'one buffer of known length')
+    t.equal(await third.text(), streamed)
+    t.equal(third.headers.get('content-type'), 'application/json; charset=utf-8')
+  })
+
   t.test('missing objects are 404 with the standard body', async (t) => {
     const { status, body } = await server.json('/rest/v0/vms/nope')
     t.equal(status, 404)

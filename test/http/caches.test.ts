@@ -40,6 +40,8 @@ t.test('ListingCache answers only for the version it was built at, and skips bod
   t.equal(listings.get('k', '2'), undefined)
   listings.set('big', '1', Buffer.alloc(101))
   t.equal(listings.get('big', '1'), undefined)
+  t.equal(listings.wanted('q'), false, 'a query seen once is not worth keeping')
+  t.equal(listings.wanted('q'), true, 'a repeated one is')
 })
 
 t.test('Versions move with every change of a type on the bus', async (t) => {
