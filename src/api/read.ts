@@ -63,7 +63,8 @@ function* listingTexts(
   if (remaining === 0) return
   const fields = query.fields
   const paths: FieldPath[] | undefined = fields === undefined || fields === '*' ? undefined : parseFields(fields)
-  const variant = fields === undefined ? 'href' : fields === '*' ? '*' : `fields:${fields}`
+  // Texts embed the href, so a variant belongs to its collection.
+  const variant = `${source.name}\0${fields === undefined ? 'href' : fields === '*' ? '*' : `fields:${fields}`}`
   const produce = (record: XoRecord): string | Buffer => {
     const href = hrefOf(source.name, record.id)
     if (fields === undefined) return JSON.stringify(href)
