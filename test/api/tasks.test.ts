@@ -67,6 +67,23 @@ t.test('tasks: wait, timeout, abort, delete, listing', async (t) => {
   })
 })
 
+t.test('bad query values are 400 naming the parameter, and start nothing', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const before = (await server.json<string[]>('/rest/v0/tasks')).body.length
+  const sync = await server.json<Obj>(`/rest/v0/srs/${demo.defaultSr}/actions/scan?sync=maybe`, { method: 'POST' })
+  t.equal(sync.status, 400)
+  t.match(sync.body, { code: 'BAD_QUERY_PARAMETER', data: { parameter: 'sync' } })
+  t.equal((await server.json<string[]>('/rest/v0/tasks')).body.length, before)
+  const id = await start(server, `/rest/v0/srs/${demo.defaultSr}/actions/scan`)
+  const bad: Array<[string, string]> = [['wait=later', 'wait'], ['wait=true&timeout=-5', 'timeout'], ['wait=true&timeout=soon', 'timeout']]
+  for (const [query, parameter] of bad) {
+    const { status, body } = await server.json<Obj>(`/rest/v0/tasks/${id}?${query}`)
+    t.equal(status, 400, query)
+    t.match(body, { code: 'BAD_QUERY_PARAMETER', data: { parameter } })
+  }
+})
+
 t.test('a task left pending by a stop is interrupted after the restart', async (t) => {
   const first = await startServer({ config: { lab: { stepDelay: 1000 } } })
   const id = await start(first, `/rest/v0/pools/${demo.pool}/actions/rolling_reboot`)
