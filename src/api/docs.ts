@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, extname, join } from 'node:path'
+import type { ServerResponse } from 'node:http'
 import { Type } from '@sinclair/typebox'
 import { noSuchObject } from '../errors.js'
 import { redirect, sendJsonText } from '../http/reply.js'
@@ -48,12 +49,13 @@ export function docsRoutes(openApiText: () => string): RouteDef[] {
   for (const name of readdirSync(assetsDir)) {
     if (contentTypes[extname(name)] !== undefined) assets.set(name, join(assetsDir, name))
   }
+  const loaded = new Map<string, Buffer>()
   const text = (type: string, body: string) => ({ type, body: Buffer.from(body) })
   const fixed = {
     page: text('text/html; charset=utf-8', page),
     init: text('text/javascript; charset=utf-8', init),
   }
-  const sendFixed = (res: import('node:http').ServerResponse, item: { type: string; body: Buffer }): void => {
+  const sendFixed = (res: ServerResponse, item: { type: string; body: Buffer }): void => {
     res.setHeader('Content-Type', item.type)
     res.setHeader('Content-Length', item.body.length)
     res.end(item.body)
@@ -110,7 +112,12 @@ export function docsRoutes(openApiText: () => string): RouteDef[] {
         const name = params['file'] as string
         const file = assets.get(name)
         if (file === undefined) throw noSuchObject(name, 'asset')
-        const body = readFileSync(file)
+        // Read once: the bundle is over a megabyte and never changes while we run.
+        let body = loaded.get(name)
+        if (body === undefined) {
+          body = readFileSync(file)
+          loaded.set(name, body)
+        }
         res.setHeader('Content-Type', contentTypes[extname(name)] as string)
         res.setHeader('Content-Length', body.length)
         res.setHeader('Cache-Control', 'public, max-age=86400')

@@ -1,15 +1,6 @@
 import type { UsageFigures, XoRecord } from '../types.js'
 import { LabRandom } from './random.js'
 
-/**
- * Live usage figures for lab objects, the part of a real pool's RRD
- * statistics the dashboard needs. They are a pure function of the object and
- * the time: two smooth waves with id-derived phases and periods (minutes and
- * hours) around an id-derived base, so each object has its own character,
- * figures drift slowly, and a restart or a second process shows the same
- * values at the same moment.
- */
-
 const random = new LabRandom(0x05a9e)
 
 const MINUTE = 60_000
@@ -81,6 +72,14 @@ function vmUsage(record: XoRecord, now: number): UsageFigures {
   }
 }
 
+/**
+ * Live usage figures for lab objects, the part of a real pool's RRD
+ * statistics the dashboard needs. They are a pure function of the object and
+ * the time: two smooth waves with id-derived phases and periods (minutes and
+ * hours) around an id-derived base, so each object has its own character,
+ * figures drift slowly, and a restart or a second process shows the same
+ * values at the same moment.
+ */
 export function labUsage(record: XoRecord, now: number): UsageFigures {
   if (record.type === 'host') return hostUsage(record, now)
   if (record.type === 'VM') return vmUsage(record, now)
