@@ -1,13 +1,15 @@
+import type { ErrorCode } from './error-codes.js'
+
 /**
  * Every error Keel raises on purpose is a KeelError with a stable string `code`.
- * Clients branch on `code`; the HTTP status for each code lives in one table
- * (src/http/error-response.ts), so modules below HTTP never pick statuses.
+ * Clients branch on `code`; the HTTP status of each code is in one table
+ * (src/error-codes.ts), so modules below HTTP never pick statuses.
  */
 export class KeelError extends Error {
-  readonly code: string
+  readonly code: ErrorCode
   readonly data: Record<string, unknown> | undefined
 
-  constructor(code: string, message: string, data?: Record<string, unknown>, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, data?: Record<string, unknown>, options?: { cause?: unknown }) {
     super(message, options)
     this.name = 'KeelError'
     this.code = code

@@ -1,5 +1,4 @@
 import { Type, type TObject } from '@sinclair/typebox'
-import type { Principal } from '../auth/principal.js'
 import type { Created, Driver, XoRecord } from '../driver/types.js'
 import { noSuchObject } from '../errors.js'
 import { sendJson, sendNoContent } from '../http/reply.js'
@@ -7,8 +6,9 @@ import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schemas.js'
 import { actionsByType, type ActionSpec } from '../model/operations.js'
 import type { TaskContext, TaskManager } from '../tasks/manager.js'
-import { BASE } from './read.js'
+import { BASE } from './paths.js'
 import type { CollectionSource } from './sources.js'
+import { resolveTarget } from './target.js'
 
 /** An action as routes see it: its spec and what carries it out. */
 export interface ActionBinding {
@@ -47,11 +47,6 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
   const base = `${BASE}/${source.name}/:id/actions`
   const IdParams = Type.Object({ id: Type.String() })
   const read = { privilege: { resource: source.resource, action: 'read' } }
-  const target = (id: string): XoRecord => {
-    const object = source.get(id)
-    if (object === undefined) throw noSuchObject(id, source.type)
-    return object
-  }
   const byName = new Map(bindings.map((binding) => [binding.spec.name, binding]))
 
   const perform = (binding: ActionBinding): RouteDef =>
@@ -72,15 +67,15 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
         ...BodyErrorResponses,
       },
       handler: async ({ res, params, query, body, principal }) => {
-        const id = params['id'] as string
-        const object = target(id)
-        const args = (body ?? {}) as Record<string, unknown>
+        const id = params.id
+        const object = resolveTarget(source, id)
+        const args: Readonly<Record<string, unknown>> = body ?? {}
         for (const [path, type] of Object.entries(binding.spec.refs ?? {})) {
           for (const ref of referencedIds(args, path)) {
             if (deps.driver.getObject(ref)?.type !== type) throw noSuchObject(ref, type)
           }
         }
-        const userId = (principal as Principal).id
+        const userId = principal.id
         const { task, done } = deps.tasks.run(
           {
             name: `REST API: ${binding.spec.name} ${source.type}`,
@@ -118,7 +113,7 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
       params: IdParams,
       responses: { 200: { description: 'Action names', schema: Type.Array(Type.String()) }, ...ErrorResponses },
       handler: ({ res, params }) => {
-        target(params['id'] as string)
+        resolveTarget(source, params.id)
         sendJson(res, 200, bindings.map((binding) => binding.spec.name))
       },
     }),
@@ -135,9 +130,9 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
         ...ErrorResponses,
       },
       handler: ({ res, params }) => {
-        target(params['id'] as string)
-        const binding = byName.get(params['action'] as string)
-        if (binding === undefined) throw noSuchObject(params['action'] as string, 'action')
+        resolveTarget(source, params.id)
+        const binding = byName.get(params.action)
+        if (binding === undefined) throw noSuchObject(params.action, 'action')
         sendJson(res, 200, { name: binding.spec.name, params: plainSchema(binding.spec.params) })
       },
     }),
@@ -152,8 +147,8 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
       params: Type.Object({ id: Type.String(), action: Type.String() }),
       responses: ErrorResponses,
       handler: ({ params }) => {
-        target(params['id'] as string)
-        throw noSuchObject(params['action'] as string, 'action')
+        resolveTarget(source, params.id)
+        throw noSuchObject(params.action, 'action')
       },
     }),
   ]

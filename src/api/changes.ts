@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox'
-import type { Driver, OperationContext, XoRecord } from '../driver/types.js'
-import { noSuchObject } from '../errors.js'
+import type { Driver, OperationContext } from '../driver/types.js'
 import { sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
 import { deletableTypes, patchByType, taggableTypes } from '../model/operations.js'
-import { BASE } from './read.js'
+import { BASE } from './paths.js'
 import type { CollectionSource } from './sources.js'
+import { resolveTarget } from './target.js'
 
 const done = { description: 'Done' }
 
@@ -17,11 +17,6 @@ const immediate = (userId: string): OperationContext => ({ signal: new AbortCont
 export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef[] {
   const routes: RouteDef[] = []
   const path = `${BASE}/${source.name}/:id`
-  const target = (id: string): XoRecord => {
-    const object = source.get(id)
-    if (object === undefined) throw noSuchObject(id, source.type)
-    return object
-  }
   const patch = patchByType[source.type]
   if (patch !== undefined) {
     routes.push(
@@ -37,7 +32,7 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
         bodyRequired: true,
         responses: { 204: done, ...BodyErrorResponses },
         handler: async ({ res, params, body }) => {
-          await driver.update(target(params['id'] as string), body as Record<string, unknown>)
+          await driver.update(resolveTarget(source, params.id), body)
           sendNoContent(res)
         },
       }),
@@ -55,7 +50,7 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
         params: Type.Object({ id: Type.String() }),
         responses: { 204: done, ...BodyErrorResponses },
         handler: async ({ res, params, principal }) => {
-          await driver.destroy(target(params['id'] as string), immediate(principal?.id ?? ''))
+          await driver.destroy(resolveTarget(source, params.id), immediate(principal.id))
           sendNoContent(res)
         },
       }),
@@ -74,7 +69,7 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
           params: Type.Object({ id: Type.String(), tag: Type.String({ minLength: 1, maxLength: 255 }) }),
           responses: { 204: done, ...ErrorResponses },
           handler: async ({ res, params }) => {
-            await driver.setTag(target(params['id'] as string), params['tag'] as string, method === 'PUT')
+            await driver.setTag(resolveTarget(source, params.id), params.tag, method === 'PUT')
             sendNoContent(res)
           },
         }),

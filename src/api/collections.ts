@@ -5,6 +5,7 @@ import { GroupSchema, UserSchema } from '../model/directory.js'
 import { messageToAlarm } from '../model/alarm.js'
 import { recordSchemas } from '../model/records.js'
 import { TaskSchema } from '../model/task.js'
+import { hrefOf } from './paths.js'
 import type { CollectionSource } from './sources.js'
 
 /** REST collection name → driver object type and access-control resource. */
@@ -52,12 +53,12 @@ function driverSource(driver: Driver, name: string, type: string, resource: stri
 }
 
 /** Alarms are a view of ALARM messages; each view is kept while its message object lives, so its JSON stays cached. */
-function alarmSource(driver: Driver): CollectionSource {
+function alarmSource(driver: Driver, linkOf: (object: XoRecord) => string | undefined): CollectionSource {
   const views = new WeakMap<XoRecord, XoRecord | null>()
   const view = (message: XoRecord): XoRecord | undefined => {
     let alarm = views.get(message)
     if (alarm === undefined) {
-      const made: XoRecord | null = messageToAlarm(message, (id) => driver.getObject(id)) ?? null
+      const made: XoRecord | null = messageToAlarm(message, (id) => driver.getObject(id), linkOf) ?? null
       views.set(message, made)
       alarm = made
     }
@@ -89,9 +90,14 @@ export interface SourceDeps {
 }
 
 export function collectionSources({ driver, directory, tasks }: SourceDeps): CollectionSource[] {
+  const collectionOfType = new Map(infrastructure.map(([name, type]) => [type, name]))
+  const linkOf = (object: XoRecord): string | undefined => {
+    const collection = collectionOfType.get(object.type)
+    return collection === undefined ? undefined : hrefOf(collection, object.id)
+  }
   return [
     ...infrastructure.map(([name, type, resource]) => driverSource(driver, name, type, resource)),
-    alarmSource(driver),
+    alarmSource(driver, linkOf),
     { name: 'users', type: 'user', resource: 'user', schema: UserSchema, selfReadable: true, list: () => directory.users(), get: (id) => directory.user(id) },
     { name: 'groups', type: 'group', resource: 'group', schema: GroupSchema, list: () => directory.groups(), get: (id) => directory.group(id) },
     { name: 'tasks', type: 'task', resource: 'task', schema: TaskSchema, list: () => tasks.list(), get: (id) => tasks.get(id) },

@@ -5,7 +5,7 @@ import { NDJSON_TYPE, sendJson, streamChunks } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { ErrorResponses } from '../http/schemas.js'
 import { messageToAlarm } from '../model/alarm.js'
-import { BASE } from './read.js'
+import { BASE } from './paths.js'
 
 /**
  * GET /rest/v0/pools/:id/dashboard: the reference product's aggregated pool
@@ -198,7 +198,7 @@ export function dashboardRoutes(deps: DashboardDeps): RouteDef[] {
       }),
       responses: { 200: { description: 'The dashboard', schema: DashboardSchema }, ...ErrorResponses },
       handler: async ({ res, params, query }) => {
-        const id = params['id'] as string
+        const id = params.id
         const pool = deps.driver.getObject(id)
         if (pool === undefined || pool.type !== 'pool') throw noSuchObject(id, 'pool')
         const dashboard = poolDashboard(deps, pool)

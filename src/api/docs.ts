@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox'
 import { noSuchObject } from '../errors.js'
 import { redirect, sendJsonText } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
-import { BASE } from './read.js'
+import { BASE } from './paths.js'
 
 const contentTypes: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -107,9 +107,10 @@ export function docsRoutes(openApiText: () => string): RouteDef[] {
       operationId: 'docs-asset',
       summary: 'Reference page assets',
       hidden: true,
+      params: Type.Object({ file: Type.String() }),
       responses: { 200: { description: 'asset' } },
       handler: ({ res, params }) => {
-        const name = params['file'] as string
+        const name = params.file
         const file = assets.get(name)
         if (file === undefined) throw noSuchObject(name, 'asset')
         // Read once: the bundle is over a megabyte and never changes while we run.

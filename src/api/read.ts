@@ -1,17 +1,16 @@
-import { Type, type TObject } from '@sinclair/typebox'
+import { Type, type Static, type TObject } from '@sinclair/typebox'
 import type { XoRecord } from '../driver/types.js'
-import { noSuchObject } from '../errors.js'
 import { compileFilter } from '../filter/index.js'
 import type { Versions } from '../events/versions.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { NDJSON_TYPE, JSON_TYPE, sendJsonBytes, streamChunks } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { ErrorResponses } from '../http/schemas.js'
+import { hrefOf, BASE } from './paths.js'
 import { parseFields, pick, type FieldPath } from './projection.js'
 import type { ListingCache } from './listing-cache.js'
 import type { CollectionSource } from './sources.js'
-
-export const BASE = '/rest/v0'
+import { resolveTarget } from './target.js'
 
 export const CollectionQuery = Type.Object({
   fields: Type.Optional(
@@ -28,14 +27,7 @@ export const CollectionQuery = Type.Object({
   ndjson: Type.Optional(Type.Boolean({ description: 'Stream one JSON value per line (application/x-ndjson)' })),
 })
 
-interface CollectionQueryValue {
-  fields?: string
-  filter?: string
-  limit?: number
-  ndjson?: boolean
-}
-
-const hrefOf = (name: string, id: string): string => `${BASE}/${name}/${encodeURIComponent(id)}`
+type CollectionQueryValue = Static<typeof CollectionQuery>
 
 /** `{...record, href}` made from the record's cached bytes, without serializing it again. */
 function withHref(record: Buffer, hrefText: string): Buffer {
@@ -156,8 +148,7 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
         },
         ...ErrorResponses,
       },
-      handler: async ({ res, query }) => {
-        const q = query as CollectionQueryValue
+      handler: async ({ res, query: q }) => {
         const contentType = q.ndjson === true ? NDJSON_TYPE : JSON_TYPE
         const key = JSON.stringify([source.name, q.fields ?? null, q.filter ?? null, q.limit ?? null, q.ndjson === true])
         const version = versions.of(versionTypes)
@@ -203,10 +194,7 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
       params: Type.Object({ id: Type.String() }),
       responses: { 200: { description: 'The whole record', schema }, ...ErrorResponses },
       handler: ({ res, params }) => {
-        const id = params['id'] as string
-        const record = source.get(id)
-        if (record === undefined) throw noSuchObject(id, source.type)
-        sendJsonBytes(res, 200, recordBytes(cache, record))
+        sendJsonBytes(res, 200, recordBytes(cache, resolveTarget(source, params.id)))
       },
     }),
   ]

@@ -7,7 +7,8 @@ import { ErrorBodySchema, ErrorResponses } from '../http/schemas.js'
 import { TaskSchema } from '../model/task.js'
 import type { TaskManager } from '../tasks/manager.js'
 import type { ActionBinding } from './actions.js'
-import { BASE, recordBytes } from './read.js'
+import { BASE } from './paths.js'
+import { recordBytes } from './read.js'
 
 const abortSpec = {
   name: 'abort',
@@ -49,14 +50,14 @@ export function taskRoutes(tasks: TaskManager, cache: JsonCache): RouteDef[] {
       }),
       responses: { 200: { description: 'The task', schema: TaskSchema }, ...ErrorResponses },
       handler: async ({ res, params, query }) => {
-        const id = params['id'] as string
+        const id = params.id
         let task = tasks.get(id)
         if (task === undefined) throw noSuchObject(id, 'task')
-        if (query['wait'] === true) {
+        if (query.wait === true) {
           // A client that hangs up stops the wait instead of leaving a waiter behind.
           const gone = new AbortController()
           res.once('close', () => gone.abort())
-          task = await tasks.wait(id, query['timeout'] as number | undefined, gone.signal)
+          task = await tasks.wait(id, query.timeout, gone.signal)
           if (res.destroyed) return
         }
         sendJsonBytes(res, 200, recordBytes(cache, task))
@@ -72,7 +73,7 @@ export function taskRoutes(tasks: TaskManager, cache: JsonCache): RouteDef[] {
       params: Type.Object({ id: Type.String() }),
       responses: { 204: { description: 'Deleted' }, ...ErrorResponses, 409: { description: 'The task is still pending', schema: ErrorBodySchema } },
       handler: ({ res, params }) => {
-        tasks.delete(params['id'] as string)
+        tasks.delete(params.id)
         sendNoContent(res)
       },
     }),

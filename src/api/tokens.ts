@@ -6,7 +6,7 @@ import { sendJson, sendNoContent, redirect } from '../http/reply.js'
 import { defineRoute, type HttpMethod, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
 import { CreateTokenBody, ListedTokenSchema, TokenRecordSchema } from '../model/directory.js'
-import { BASE } from './read.js'
+import { BASE } from './paths.js'
 
 export interface TokenPolicy {
   readonly defaultTokenValidity: number
@@ -14,12 +14,6 @@ export interface TokenPolicy {
 }
 
 const MIN_VALIDITY = 60_000
-
-interface CreateTokenInput {
-  description?: string
-  expiresIn?: string | number
-  client?: { id: string }
-}
 
 function validity(expiresIn: string | number | undefined, policy: TokenPolicy): number {
   if (expiresIn === undefined) return policy.defaultTokenValidity
@@ -54,9 +48,9 @@ export function tokenRoutes(tokens: TokenStore, policy: TokenPolicy): RouteDef[]
         ...BodyErrorResponses,
       },
       handler: ({ res, params, body }) => {
-        const input = (body ?? {}) as CreateTokenInput
+        const input = body ?? {}
         const token = tokens.create({
-          userId: params['id'] as string,
+          userId: params.id,
           validity: validity(input.expiresIn, policy),
           ...(input.description === undefined ? {} : { description: input.description }),
           ...(input.client === undefined ? {} : { clientId: input.client.id }),
@@ -73,7 +67,7 @@ export function tokenRoutes(tokens: TokenStore, policy: TokenPolicy): RouteDef[]
       access: self,
       params: Type.Object({ id: Type.String() }),
       responses: { 200: { description: 'Your unexpired tokens', schema: Type.Array(ListedTokenSchema) }, ...ErrorResponses },
-      handler: ({ res, params }) => sendJson(res, 200, tokens.list(params['id'] as string)),
+      handler: ({ res, params }) => sendJson(res, 200, tokens.list(params.id)),
     }),
     defineRoute({
       method: 'DELETE',
@@ -85,7 +79,7 @@ export function tokenRoutes(tokens: TokenStore, policy: TokenPolicy): RouteDef[]
       params: Type.Object({ id: Type.String(), identifier: Type.String() }),
       responses: { 204: { description: 'Revoked' }, ...ErrorResponses },
       handler: ({ res, params }) => {
-        tokens.revoke(params['id'] as string, params['identifier'] as string)
+        tokens.revoke(params.id, params.identifier)
         sendNoContent(res)
       },
     }),

@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox'
-import type { Directory, UserPatch } from '../auth/users.js'
+import type { Directory } from '../auth/users.js'
 import { forbidden, noSuchObject } from '../errors.js'
 import { sendCreated, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, CreatedSchema } from '../http/schemas.js'
 import { CreateUserBody, GroupBody, UpdateUserBody } from '../model/directory.js'
-import { BASE } from './read.js'
+import { BASE } from './paths.js'
 
 const IdParams = Type.Object({ id: Type.String() })
 const NoContent = { description: 'Done' }
@@ -23,7 +23,7 @@ export function userRoutes(directory: Directory): RouteDef[] {
       bodyRequired: true,
       responses: { 201: { description: 'Created', schema: CreatedSchema }, ...BodyErrorResponses },
       handler: async ({ res, body }) => {
-        const id = await directory.createUser(body as { email: string; password: string })
+        const id = await directory.createUser(body)
         sendCreated(res, id, `${BASE}/users/${id}`)
       },
     }),
@@ -39,7 +39,7 @@ export function userRoutes(directory: Directory): RouteDef[] {
       bodyRequired: true,
       responses: { 204: NoContent, ...BodyErrorResponses },
       handler: async ({ res, params, body }) => {
-        await directory.updateUser(params['id'] as string, body as UserPatch)
+        await directory.updateUser(params.id, body)
         sendNoContent(res)
       },
     }),
@@ -53,7 +53,7 @@ export function userRoutes(directory: Directory): RouteDef[] {
       params: IdParams,
       responses: { 204: NoContent, ...BodyErrorResponses },
       handler: ({ res, params, principal }) => {
-        const id = params['id'] as string
+        const id = params.id
         if (directory.user(id) === undefined) throw noSuchObject(id, 'user')
         if (id === principal?.id) throw forbidden('a user cannot delete itself')
         directory.deleteUser(id)
@@ -76,7 +76,7 @@ export function groupRoutes(directory: Directory): RouteDef[] {
       params: MemberParams,
       responses: { 204: NoContent, ...BodyErrorResponses },
       handler: ({ res, params }) => {
-        directory.setMembership(params['id'] as string, params['userId'] as string, method === 'PUT')
+        directory.setMembership(params.id, params.userId, method === 'PUT')
         sendNoContent(res)
       },
     })
@@ -92,7 +92,7 @@ export function groupRoutes(directory: Directory): RouteDef[] {
       bodyRequired: true,
       responses: { 201: { description: 'Created', schema: CreatedSchema }, ...BodyErrorResponses },
       handler: ({ res, body }) => {
-        const id = directory.createGroup((body as { name: string }).name)
+        const id = directory.createGroup(body.name)
         sendCreated(res, id, `${BASE}/groups/${id}`)
       },
     }),
@@ -108,7 +108,7 @@ export function groupRoutes(directory: Directory): RouteDef[] {
       bodyRequired: true,
       responses: { 204: NoContent, ...BodyErrorResponses },
       handler: ({ res, params, body }) => {
-        directory.renameGroup(params['id'] as string, (body as { name: string }).name)
+        directory.renameGroup(params.id, body.name)
         sendNoContent(res)
       },
     }),
@@ -122,7 +122,7 @@ export function groupRoutes(directory: Directory): RouteDef[] {
       params: IdParams,
       responses: { 204: NoContent, ...BodyErrorResponses },
       handler: ({ res, params }) => {
-        directory.deleteGroup(params['id'] as string)
+        directory.deleteGroup(params.id)
         sendNoContent(res)
       },
     }),

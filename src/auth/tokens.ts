@@ -1,21 +1,14 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { Static } from '@sinclair/typebox'
 import type { Statement } from 'better-sqlite3'
+import type { ListedTokenSchema, TokenRecordSchema } from '../model/directory.js'
 import type { Db } from '../store/database.js'
 import { noSuchObject } from '../errors.js'
 
-export interface CreatedToken {
-  /** the secret to present as the `authenticationToken` cookie */
-  readonly id: string
-  /** non-secret handle used to list and revoke the token */
-  readonly identifier: string
-  readonly user_id: string
-  readonly created_at: number
-  readonly expiration: number
-  readonly description?: string
-  readonly client?: { readonly id: string }
-}
-
-export type ListedToken = Omit<CreatedToken, 'id'>
+/** A new token; its `id` is the secret to present as the `authenticationToken` cookie. */
+export type CreatedToken = Readonly<Static<typeof TokenRecordSchema>>
+/** A token as listings show it: by its non-secret `identifier`. */
+export type ListedToken = Readonly<Static<typeof ListedTokenSchema>>
 
 interface TokenRow {
   secret_hash: string

@@ -1,27 +1,17 @@
 import { randomUUID } from 'node:crypto'
+import type { XoRecord } from '../driver/types.js'
+import type { Static } from '@sinclair/typebox'
 import type { Statement } from 'better-sqlite3'
 import type { Db } from '../store/database.js'
-import type { XoRecord } from '../driver/types.js'
 import type { EventBus } from '../events/bus.js'
 import { alreadyExists, noSuchObject, KeelError } from '../errors.js'
+import type { CreateUserBody, GroupSchema, PermissionSchema, UpdateUserBody, UserSchema } from '../model/directory.js'
 import { hashPassword } from './passwords.js'
 
-export type Permission = 'none' | 'admin'
+export type Permission = Static<typeof PermissionSchema>
 
-export interface UserRecord extends XoRecord {
-  readonly type: 'user'
-  readonly email: string
-  readonly name?: string
-  readonly permission: Permission
-  readonly groups: readonly string[]
-  readonly preferences: Readonly<Record<string, unknown>>
-}
-
-export interface GroupRecord extends XoRecord {
-  readonly type: 'group'
-  readonly name: string
-  readonly users: readonly string[]
-}
+export type UserRecord = Readonly<Static<typeof UserSchema>>
+export type GroupRecord = Readonly<Static<typeof GroupSchema>>
 
 interface UserRow {
   id: string
@@ -32,13 +22,7 @@ interface UserRow {
   preferences: string
 }
 
-export interface UserPatch {
-  email?: string
-  name?: string
-  password?: string
-  permission?: Permission
-  preferences?: Record<string, unknown>
-}
+export type UserPatch = Static<typeof UpdateUserBody>
 
 const lastAdmin = (): KeelError =>
   new KeelError('INCORRECT_STATE', 'the last administrator cannot be removed or demoted', {
@@ -95,7 +79,7 @@ export class Directory {
     return user && row ? { user, passwordHash: row.password_hash } : undefined
   }
 
-  async createUser(input: { email: string; password: string; permission?: Permission; name?: string }): Promise<string> {
+  async createUser(input: Static<typeof CreateUserBody>): Promise<string> {
     const passwordHash = await hashPassword(input.password)
     const id = randomUUID()
     this.#write(() => {

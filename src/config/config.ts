@@ -2,19 +2,6 @@ import { readFileSync } from 'node:fs'
 import { parse as parseToml } from 'smol-toml'
 import { parseDuration } from './duration.js'
 
-export interface Config {
-  readonly http: { readonly host: string; readonly port: number; readonly maxJsonBodySize: number }
-  readonly restApi: { readonly maxRamAllocatedPerSseClient: number }
-  readonly authentication: {
-    readonly defaultTokenValidity: number
-    readonly maxTokenValidity: number
-    readonly failedLoginDelay: number
-  }
-  readonly log: { readonly level: string }
-  readonly tasks: { readonly keep: number }
-  readonly lab: { readonly stepDelay: number }
-}
-
 export class ConfigError extends Error {
   readonly key: string
   constructor(key: string, message: string) {
@@ -24,16 +11,16 @@ export class ConfigError extends Error {
   }
 }
 
-type Reader = (value: unknown, key: string) => unknown
+type Reader<T> = (value: unknown, key: string) => T
 
-const durationReader: Reader = (value, key) => {
+const durationReader: Reader<number> = (value, key) => {
   const parsed = parseDuration(value)
   if (parsed === undefined) throw new ConfigError(key, `expected a duration such as "30 days", got ${JSON.stringify(value)}`)
   return parsed
 }
 
 const integerReader =
-  (min: number, max: number): Reader =>
+  (min: number, max: number): Reader<number> =>
   (value, key) => {
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
       throw new ConfigError(key, `expected an integer from ${min} to ${max}, got ${JSON.stringify(value)}`)
@@ -41,7 +28,7 @@ const integerReader =
     return value
   }
 
-const positiveNumberReader: Reader = (value, key) => {
+const positiveNumberReader: Reader<number> = (value, key) => {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
     throw new ConfigError(key, `expected a positive number, got ${JSON.stringify(value)}`)
   }
@@ -49,7 +36,7 @@ const positiveNumberReader: Reader = (value, key) => {
 }
 
 const stringReader =
-  (allowed?: readonly string[]): Reader =>
+  (allowed?: readonly string[]): Reader<string> =>
   (value, key) => {
     if (typeof value !== 'string' || value === '' || (allowed !== undefined && !allowed.includes(value))) {
       const expected = allowed === undefined ? 'a non-empty string' : `one of ${allowed.join(', ')}`
@@ -75,8 +62,8 @@ const sections = {
   authentication: {
     field: 'authentication',
     keys: {
-      defaultTokenValidity: { read: durationReader, default: parseDuration('30 days') },
-      maxTokenValidity: { read: durationReader, default: parseDuration('0.5 year') },
+      defaultTokenValidity: { read: durationReader, default: durationReader('30 days', 'authentication.defaultTokenValidity') },
+      maxTokenValidity: { read: durationReader, default: durationReader('0.5 year', 'authentication.maxTokenValidity') },
       failedLoginDelay: { read: durationReader, default: 1000 },
     },
   },
@@ -98,6 +85,14 @@ const sections = {
     },
   },
 } as const
+
+type Sections = typeof sections
+/** The configuration as Keel reads it: one field per section, each key typed by its reader. */
+export type Config = {
+  readonly [S in keyof Sections as Sections[S]['field']]: {
+    readonly [K in keyof Sections[S]['keys']]: Sections[S]['keys'][K] extends { read: Reader<infer T> } ? T : never
+  }
+}
 
 export type ConfigOverrides = { [S in keyof Config]?: Partial<Config[S]> }
 
@@ -133,7 +128,7 @@ export function loadConfig(file?: string, overrides: ConfigOverrides = {}): Conf
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(name, 'expected a table')
     const target = result[section.field] as Record<string, unknown>
     for (const [key, raw] of Object.entries(value)) {
-      const spec = (section.keys as Record<string, { read: Reader }>)[key]
+      const spec = (section.keys as Record<string, { read: Reader<unknown> }>)[key]
       if (spec === undefined) throw new ConfigError(`${name}.${key}`, 'unknown key')
       target[key] = spec.read(raw, `${name}.${key}`)
     }

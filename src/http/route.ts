@@ -1,32 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { TSchema, TObject } from '@sinclair/typebox'
+import type { TObject, TSchema } from '@sinclair/typebox'
 import type { Logger } from 'pino'
+import type { Access } from '../acl/access.js'
 import type { Principal } from '../auth/principal.js'
 
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
-
-/** A privilege from spec 2's catalogue: a resource and an action on it. */
-export interface Privilege {
-  readonly resource: string
-  readonly action: string
-}
-
-/**
- * Who may call a route. Checked before the handler runs, so a handler never
- * touches data the caller may not see.
- * - `public`: no credentials needed (docs, redirects).
- * - `authenticated`: any logged-in user.
- * - `self`: the caller whose id is in path parameter `param`; with `only`,
- *   administrators are held to it too (tokens are personal).
- * - `privilege`: administrators, and (with access control) holders of it.
- * A route with none of these is administrator-only.
- */
-export interface Access {
-  readonly public?: true
-  readonly authenticated?: true
-  readonly self?: { readonly param: string; readonly only?: true }
-  readonly privilege?: Privilege
-}
 
 export interface ResponseSpec {
   readonly description: string
@@ -36,35 +14,74 @@ export interface ResponseSpec {
   readonly headers?: Record<string, string>
 }
 
-export interface RouteContext<Body = unknown> {
+/** What a route's handler receives, its inputs typed from the route's own schemas. */
+export interface RouteContext<Params = Readonly<Record<string, string>>, Query = Readonly<Record<string, unknown>>, Body = unknown, Who = Principal | undefined> {
   readonly req: IncomingMessage
   readonly res: ServerResponse
-  readonly params: Readonly<Record<string, string>>
-  readonly query: Readonly<Record<string, unknown>>
+  readonly params: Params
+  readonly query: Query
   readonly body: Body
-  readonly principal: Principal | undefined
+  readonly principal: Who
   readonly requestId: string
   readonly log: Logger
 }
 
-export interface RouteDef {
+// TypeBox's `static` member is its Static<> without the generic machinery, which
+// TypeScript gives up on (too deep) inside an inferred handler's context.
+/** A schema's value type; without a schema, the route receives an empty object. */
+type Input<S> = S extends TSchema ? S['static'] : Readonly<Record<string, never>>
+/** A body the route requires is always there; an optional one may be absent. */
+type BodyOf<S, Required> = S extends TSchema ? (Required extends true ? S['static'] : S['static'] | undefined) : undefined
+/** Only public routes run without a caller. */
+type PrincipalOf<A> = A extends { readonly public: true } ? undefined : Principal
+
+interface RouteShape {
   readonly method: HttpMethod
   readonly path: string
   readonly summary: string
   readonly tags: readonly string[]
   readonly operationId: string
+  readonly responses: Readonly<Record<number, ResponseSpec>>
+  /** Left out of the OpenAPI document (asset files, redirects). */
+  readonly hidden?: true
+}
+
+/** A route as its author writes it: the handler's inputs follow from the schemas and the access. */
+export interface RouteSpec<
+  A extends Access,
+  P extends TObject | undefined,
+  Q extends TObject | undefined,
+  B extends TSchema | undefined,
+  R extends boolean,
+> extends RouteShape {
+  readonly access: A
+  readonly params?: P
+  readonly query?: Q
+  readonly body?: B
+  readonly bodyRequired?: R
+  /** Writes the whole response; throw a KeelError to answer an error. */
+  readonly handler: (ctx: RouteContext<Input<P>, Input<Q>, BodyOf<B, R>, PrincipalOf<A>>) => Promise<void> | void
+}
+
+/** A route as the router holds it, its inputs checked against its schemas before the handler runs. */
+export interface RouteDef extends RouteShape {
   readonly access: Access
   readonly params?: TObject
   readonly query?: TObject
   readonly body?: TSchema
   readonly bodyRequired?: boolean
-  readonly responses: Readonly<Record<number, ResponseSpec>>
-  /** Writes the whole response; throw a KeelError to answer an error. */
   readonly handler: (ctx: RouteContext) => Promise<void> | void
-  /** Left out of the OpenAPI document (asset files, redirects). */
-  readonly hidden?: true
 }
 
-export function defineRoute(def: RouteDef): RouteDef {
-  return def
+export function defineRoute<
+  A extends Access,
+  P extends TObject | undefined = undefined,
+  Q extends TObject | undefined = undefined,
+  B extends TSchema | undefined = undefined,
+  R extends boolean = false,
+>(spec: RouteSpec<A, P, Q, B, R>): RouteDef {
+  // The router validates params, query and body against these very schemas and
+  // authenticates every non-public route before calling the handler, which is
+  // what makes the narrower types of its context true.
+  return { ...spec, handler: spec.handler as RouteDef['handler'] }
 }

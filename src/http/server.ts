@@ -1,14 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import { KeelError, forbidden } from '../errors.js'
+import { authorize } from '../acl/authorize.js'
 import type { Authenticator } from '../auth/authenticate.js'
 import { invalidCredentials } from '../auth/authenticate.js'
-import { isAdmin, type Principal } from '../auth/principal.js'
+import type { Principal } from '../auth/principal.js'
+import { KeelError } from '../errors.js'
 import { sendError } from './error-response.js'
 import { readJsonBody } from './body.js'
 import type { Router, RouteMatch } from './router.js'
-import type { Access } from './route.js'
 
 export interface HttpOptions {
   readonly router: Router
@@ -20,22 +20,6 @@ export interface HttpOptions {
 }
 
 const REQUEST_ID = /^[\w.-]{1,64}$/
-
-/** Access is decided from the route's declaration alone, before any data is touched. */
-export function authorize(access: Access, principal: Principal, params: Record<string, string>): void {
-  if (access.authenticated) return
-  if (access.self !== undefined) {
-    if (params[access.self.param] === principal.id) return
-    if (access.self.only) throw forbidden('this route only acts on your own account')
-  }
-  if (isAdmin(principal)) return
-  if (access.privilege !== undefined) {
-    throw new KeelError('NOT_ENOUGH_PRIVILEGES', 'not enough privileges', {
-      missingPrivileges: [{ resource: access.privilege.resource, action: access.privilege.action }],
-    })
-  }
-  throw forbidden()
-}
 
 async function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
   const target = req.url ?? '/'
@@ -101,11 +85,9 @@ export function createHttpServer(options: HttpOptions): Server {
       )
     })
     handle(options, req, res, requestId).catch((error: unknown) => {
-      if (!(error instanceof KeelError) || error.code === 'INTERNAL_ERROR') {
-        log.error({ reqId: requestId, err: error }, 'request failed')
-      }
       if (res.headersSent) {
         // Too late for a status: cutting the connection is the only honest signal of a broken body.
+        log.error({ reqId: requestId, err: error }, 'response failed after its headers were sent')
         res.destroy(error instanceof Error ? error : undefined)
         return
       }
@@ -113,7 +95,7 @@ export function createHttpServer(options: HttpOptions): Server {
         // The unread body would otherwise be parsed as the next request.
         res.setHeader('Connection', 'close')
       }
-      sendError(res, error, requestId)
+      if (sendError(res, error, requestId) >= 500) log.error({ reqId: requestId, err: error }, 'request failed')
     })
   })
   return server

@@ -40,15 +40,21 @@ const PERFMON_BODY = /^value:\s*(Infinity|NaN|-Infinity|\d+(?:\.\d+)?)\s*config:
 
 /**
  * The alarm view of a message, or undefined when the message is not an alarm.
- * `getObject` resolves the message's object so the alarm can name its type and
- * href; without it (or when the object is gone) the type is `unknown`.
+ * `getObject` resolves the message's object so the alarm can name its type,
+ * and `linkOf` gives its href; without them (or when the object is gone) the
+ * type is `unknown`.
  */
-export function messageToAlarm(message: XoRecord, getObject?: (id: string) => XoRecord | undefined): AlarmRecord | undefined {
+export function messageToAlarm(
+  message: XoRecord,
+  getObject?: (id: string) => XoRecord | undefined,
+  linkOf?: (object: XoRecord) => string | undefined,
+): AlarmRecord | undefined {
   if (message.type !== 'message' || !ALARM_NAMES.has(message['name'])) return undefined
   const { $object, body, time, ...rest } = message as unknown as MessageRecord
   const match = PERFMON_BODY.exec(body)
   const rawValue = match?.[1]
   const target = getObject?.($object)
+  const href = target === undefined ? undefined : linkOf?.(target)
   return {
     ...rest,
     body: {
@@ -58,7 +64,7 @@ export function messageToAlarm(message: XoRecord, getObject?: (id: string) => Xo
     object:
       target === undefined
         ? { type: 'unknown', uuid: $object }
-        : { type: target.type, uuid: $object, href: `/rest/v0/${target.type.toLowerCase()}s/${$object}` },
+        : { type: target.type, uuid: $object, ...(href === undefined ? {} : { href }) },
     time: time * 1000,
   }
 }

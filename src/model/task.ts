@@ -24,7 +24,7 @@ export const TaskSchema = Type.Object(
       { additionalProperties: true },
     ),
     start: Type.Integer({ description: 'ms since the epoch' }),
-    updatedAt: Type.Optional(Type.Integer()),
+    updatedAt: Type.Integer({ description: 'ms since the epoch of the last change' }),
     end: Type.Optional(Type.Integer()),
     status: TaskStatusSchema,
     result: Type.Optional(Type.Unknown()),

@@ -1,29 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import type { XoRecord } from '../driver/types.js'
+import type { Static } from '@sinclair/typebox'
 import { KeelError } from '../errors.js'
+import type { TaskSchema, TaskStatusSchema } from '../model/task.js'
 
-export type TaskStatus = 'pending' | 'success' | 'failure' | 'interrupted'
-
-export interface TaskProperties {
-  readonly name: string
-  readonly objectId?: string
-  readonly objectType?: string
-  readonly userId?: string
-  readonly type?: string
-  readonly params?: unknown
-  readonly progress?: number
-}
-
-export interface TaskRecord extends XoRecord {
-  readonly type: 'task'
-  readonly properties: TaskProperties
-  readonly start: number
-  readonly updatedAt: number
-  readonly end?: number
-  readonly status: TaskStatus
-  readonly result?: unknown
-  readonly abortionRequestedAt?: number
-}
+export type TaskStatus = Static<typeof TaskStatusSchema>
+export type TaskRecord = Readonly<Static<typeof TaskSchema>>
+export type TaskProperties = Readonly<TaskRecord['properties']>
 
 let sequence = 0
 

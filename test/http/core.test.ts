@@ -2,7 +2,6 @@ import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { KeelError } from '../../src/errors.js'
 import { defineRoute } from '../../src/http/route.js'
-import { statusByCode } from '../../src/http/error-response.js'
 import { basic, jsonBody, startServer, ADMIN_EMAIL } from '../helpers/server.js'
 
 const failing = [
@@ -191,14 +190,4 @@ t.test('HTTP layer', async (t) => {
     t.same(body, { error: 'internal server error', code: 'INTERNAL_ERROR', data: { requestId: response.headers.get('x-request-id') } })
     t.notMatch(JSON.stringify(body), /secret internal detail|at /)
   })
-})
-
-t.test('every error code maps to a status, codes are their own keys', async (t) => {
-  for (const [code, status] of Object.entries(statusByCode)) {
-    t.match(code, /^[A-Z_]+$/)
-    t.ok(status >= 400 && status < 600, code)
-  }
-  t.equal(statusByCode['NO_SUCH_OBJECT'], 404)
-  t.equal(statusByCode['INVALID_PARAMETERS'], 422)
-  t.equal(statusByCode['AMBIGUOUS_CREDENTIALS'], 400)
 })

@@ -23,10 +23,11 @@ const perfmon = (value: string, metric: string): string =>
 
 const vm: XoRecord = { id: VM_UUID, type: 'VM', uuid: VM_UUID }
 const lookup = (id: string): XoRecord | undefined => (id === VM_UUID ? vm : undefined)
+const linkOf = (object: XoRecord): string => `/rest/v0/vms/${object.id}`
 
 t.test('an ALARM message becomes an alarm', async (t) => {
   const { $object: _, body: __, ...rest } = message('ALARM', perfmon('0.951', 'cpu_usage'))
-  t.same(messageToAlarm(message('ALARM', perfmon('0.951', 'cpu_usage')), lookup), {
+  t.same(messageToAlarm(message('ALARM', perfmon('0.951', 'cpu_usage')), lookup, linkOf), {
     ...rest,
     body: { value: '95.1', name: 'cpu_usage' },
     object: { type: 'VM', uuid: VM_UUID, href: `/rest/v0/vms/${VM_UUID}` },

@@ -1,0 +1,30 @@
+/**
+ * Every stable error code Keel sends, and the HTTP status it answers with:
+ * the one table (src/http/error-response.ts applies it). A code is a key of
+ * this table or it does not compile, so no code can reach a client as an
+ * unexplained 500. test/errors/catalogue.test.ts holds this table, the codes
+ * the sources raise and README's table against each other.
+ */
+export const errorStatus = {
+  INVALID_JSON: 400,
+  BAD_QUERY_PARAMETER: 400,
+  FILTER_PARSE_ERROR: 400,
+  AMBIGUOUS_CREDENTIALS: 400,
+  MALFORMED_AUTHORIZATION: 400,
+  INVALID_CREDENTIALS: 401,
+  FORBIDDEN: 403,
+  NOT_ENOUGH_PRIVILEGES: 403,
+  NO_SUCH_OBJECT: 404,
+  NO_SUCH_ROUTE: 404,
+  METHOD_NOT_ALLOWED: 405,
+  OBJECT_ALREADY_EXISTS: 409,
+  INCORRECT_STATE: 409,
+  ABORTED: 409,
+  BODY_TOO_LARGE: 413,
+  URI_TOO_LONG: 414,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  INVALID_PARAMETERS: 422,
+  INTERNAL_ERROR: 500,
+} as const satisfies Readonly<Record<string, number>>
+
+export type ErrorCode = keyof typeof errorStatus
