@@ -1,19 +1,31 @@
 import t from 'tap'
-import { demo, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { demoIds } from '../helpers/demo-lab.js'
+import { jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
 type Obj = Record<string, unknown>
 
 const get = async (server: TestServer, path: string): Promise<Obj> => (await server.json<Obj>(path)).body
 const act = (server: TestServer, path: string, body?: unknown, sync = true) =>
   server.json<Obj>(`${path}${sync ? '?sync=true' : ''}`, body === undefined ? { method: 'POST' } : jsonBody(body))
+/** Brings a VM to a power state first, so that each subtest stands on its own. */
+async function ensurePower(server: TestServer, vm: string, wanted: 'Running' | 'Halted'): Promise<void> {
+  const state = (await get(server, `/rest/v0/vms/${vm}`))['power_state']
+  if (state === wanted) return
+  const action = wanted === 'Halted' ? 'hard_shutdown' : ({ Halted: 'start', Paused: 'unpause', Suspended: 'resume' } as Record<string, string>)[String(state)]
+  const response = await act(server, `/rest/v0/vms/${vm}/actions/${String(action)}`)
+  if (response.status !== 204) throw new Error(`cannot bring ${vm} from ${String(state)} to ${wanted}: ${response.status}`)
+}
+
 const taskCount = async (server: TestServer): Promise<number> => (await server.json<string[]>('/rest/v0/tasks')).body.length
 
 t.test('VM actions', async (t) => {
   const server = await startServer()
+  const demo = await demoIds(server)
   t.teardown(() => server.close())
   const adminId = ((await server.json<Obj[]>('/rest/v0/users?fields=id')).body[0] as Obj)['id']
 
   t.test('async start: 202, Location, taskId; the task records the action; the VM runs on a host with addresses', async (t) => {
+    await ensurePower(server, demo.haltedVm, 'Halted')
     const response = await act(server, `/rest/v0/vms/${demo.haltedVm}/actions/start`, undefined, false)
     t.equal(response.status, 202)
     const taskId = response.body['taskId'] as string
@@ -41,6 +53,7 @@ t.test('VM actions', async (t) => {
   })
 
   t.test('sync shutdown: 204; the VM is halted and loses its addresses', async (t) => {
+    await ensurePower(server, demo.haltedVm, 'Running')
     const response = await act(server, `/rest/v0/vms/${demo.haltedVm}/actions/clean_shutdown`)
     t.equal(response.status, 204)
     const vm = await get(server, `/rest/v0/vms/${demo.haltedVm}`)
@@ -49,12 +62,14 @@ t.test('VM actions', async (t) => {
   })
 
   t.test('the bare ?sync flag counts', async (t) => {
+    await ensurePower(server, demo.haltedVm, 'Halted')
     const response = await server.request(`/rest/v0/vms/${demo.haltedVm}/actions/start?sync`, { method: 'POST' })
     t.equal(response.status, 204)
     t.equal((await get(server, `/rest/v0/vms/${demo.haltedVm}`))['power_state'], 'Running')
   })
 
   t.test('an action not allowed in the current state: 409 in sync, a failed task in async', async (t) => {
+    await ensurePower(server, demo.runningVm, 'Running')
     const sync = await act(server, `/rest/v0/vms/${demo.runningVm}/actions/start`)
     t.equal(sync.status, 409)
     t.match(sync.body, { error: 'incorrect state', code: 'INCORRECT_STATE', data: { actual: 'Running', expected: 'Halted' } })
@@ -94,6 +109,7 @@ t.test('VM actions', async (t) => {
   })
 
   t.test('snapshot and clone create objects: 201 {id} with Location', async (t) => {
+    await ensurePower(server, demo.runningVm, 'Running')
     const snapshot = await act(server, `/rest/v0/vms/${demo.runningVm}/actions/snapshot`, { name_label: 'before upgrade' })
     t.equal(snapshot.status, 201)
     const snapshotId = snapshot.body['id'] as string
@@ -115,6 +131,7 @@ t.test('VM actions', async (t) => {
   })
 
   t.test('power transitions', async (t) => {
+    await ensurePower(server, demo.runningVm, 'Running')
     const vm = `/rest/v0/vms/${demo.runningVm}`
     const state = async (): Promise<unknown> => (await get(server, vm))['power_state']
     const steps: Array<[string, string]> = [
@@ -138,6 +155,7 @@ t.test('VM actions', async (t) => {
   })
 
   t.test('migrate moves a running VM to another host', async (t) => {
+    await ensurePower(server, demo.runningVm, 'Running')
     const vm = await get(server, `/rest/v0/vms/${demo.runningVm}`)
     const target = vm['$container'] === demo.host2 ? demo.host3 : demo.host2
     const response = await act(server, `/rest/v0/vms/${demo.runningVm}/actions/migrate`, { hostId: target })
@@ -172,6 +190,7 @@ t.test('VM actions', async (t) => {
 
 t.test('host, pool, SR and VDI actions', async (t) => {
   const server = await startServer()
+  const demo = await demoIds(server)
   t.teardown(() => server.close())
 
   t.test('disable and enable a host', async (t) => {

@@ -1,13 +1,15 @@
 import t from 'tap'
 import { rmSync } from 'node:fs'
 import type { ObjectChange } from '../../src/driver/types.js'
-import { demo, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { demoIds } from '../helpers/demo-lab.js'
+import { jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
 type Obj = Record<string, unknown>
 const get = async (server: TestServer, path: string): Promise<Obj> => (await server.json<Obj>(path)).body
 
 t.test('PATCH, DELETE and tags', async (t) => {
   const server = await startServer()
+  const demo = await demoIds(server)
   t.teardown(() => server.close())
   const vmPath = `/rest/v0/vms/${demo.haltedVm}`
 
@@ -115,6 +117,7 @@ t.test('PATCH, DELETE and tags', async (t) => {
 
 t.test('changes are durable across a restart', async (t) => {
   const first = await startServer()
+  const demo = await demoIds(first)
   await first.request(`/rest/v0/vms/${demo.haltedVm}`, jsonBody({ nameLabel: 'kept' }, 'PATCH'))
   await first.request(`/rest/v0/vms/${demo.haltedVm}/tags/durable`, { method: 'PUT' })
   await first.close({ keepData: true })

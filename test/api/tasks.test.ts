@@ -1,6 +1,7 @@
 import t from 'tap'
 import { rmSync } from 'node:fs'
-import { demo, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { demoIds } from '../helpers/demo-lab.js'
+import { jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
 type Obj = Record<string, unknown>
 
@@ -13,6 +14,7 @@ const start = async (server: TestServer, path: string, body?: unknown): Promise<
 t.test('tasks: wait, timeout, abort, delete, listing', async (t) => {
   // Slow steps, so that a rolling reboot is still running while we poke at it.
   const server = await startServer({ config: { lab: { stepDelay: 150 } } })
+  const demo = await demoIds(server)
   t.teardown(() => server.close())
 
   t.test('wait with a timeout answers with the pending record', async (t) => {
@@ -69,6 +71,7 @@ t.test('tasks: wait, timeout, abort, delete, listing', async (t) => {
 
 t.test('bad query values are 400 naming the parameter, and start nothing', async (t) => {
   const server = await startServer()
+  const demo = await demoIds(server)
   t.teardown(() => server.close())
   const before = (await server.json<string[]>('/rest/v0/tasks')).body.length
   const sync = await server.json<Obj>(`/rest/v0/srs/${demo.defaultSr}/actions/scan?sync=maybe`, { method: 'POST' })
@@ -86,6 +89,7 @@ t.test('bad query values are 400 naming the parameter, and start nothing', async
 
 t.test('a task left pending by a stop is interrupted after the restart', async (t) => {
   const first = await startServer({ config: { lab: { stepDelay: 1000 } } })
+  const demo = await demoIds(first)
   const id = await start(first, `/rest/v0/pools/${demo.pool}/actions/rolling_reboot`)
   await first.close({ keepData: true })
   const second = await startServer({ dataDir: first.dataDir, clock: first.clock })
@@ -100,6 +104,7 @@ t.test('a task left pending by a stop is interrupted after the restart', async (
 
 t.test('old finished tasks are pruned to the configured count', async (t) => {
   const server = await startServer({ config: { tasks: { keep: 3 } } })
+  const demo = await demoIds(server)
   t.teardown(() => server.close())
   for (let i = 0; i < 5; i++) {
     await server.json(`/rest/v0/srs/${demo.defaultSr}/actions/scan?sync=true`, { method: 'POST' })
