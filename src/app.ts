@@ -4,7 +4,9 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { pino, type Logger } from 'pino'
-import { actionRoutes, driverActions } from './api/actions.js'
+import { AccessControl } from './acl/store.js'
+import { aclRoutes, roleActions } from './api/acl.js'
+import { actionRoutes, driverActions, type ActionBinding } from './api/actions.js'
 import { changeRoutes } from './api/changes.js'
 import { collectionSources } from './api/collections.js'
 import { ListingCache } from './api/listing-cache.js'
@@ -12,6 +14,7 @@ import { dashboardRoutes } from './api/dashboard.js'
 import { docsRoutes } from './api/docs.js'
 import { buildOpenApi } from './api/openapi.js'
 import { readRoutes } from './api/read.js'
+import type { CollectionSource } from './api/sources.js'
 import { taskActions, taskRoutes } from './api/tasks.js'
 import { meRoutes, tokenRoutes } from './api/tokens.js'
 import { groupRoutes, userRoutes } from './api/users.js'
@@ -96,6 +99,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const db = openDatabase(options.dataDir)
   const bus = new EventBus((error) => log.error({ err: error }, 'event listener failed'))
   const directory = new Directory(db, bus, clock)
+  const acl = new AccessControl(db, bus, directory, clock)
   const adminId = await ensureAdministrator(directory, options, log)
   const tokens = new TokenStore(db, loadClientKey(options.dataDir), clock)
   tokens.pruneExpired()
@@ -117,21 +121,37 @@ export async function createApp(options: AppOptions): Promise<App> {
     keep: options.config.tasks.keep,
     onUnexpectedError: (error, task) => log.error({ err: error, taskId: task.id }, 'task failed unexpectedly'),
   })
-  const sources = collectionSources({ driver, directory, tasks })
+  const sources = collectionSources({ driver, directory, acl, tasks })
+  const sourceNamed = (name: string): CollectionSource => {
+    const source = sources.find((candidate) => candidate.name === name)
+    if (source === undefined) throw new Error(`no collection ${name}`)
+    return source
+  }
+  const bindingsOf = (source: CollectionSource): ActionBinding[] => {
+    if (source.type === 'task') return taskActions(tasks)
+    if (source.type === 'acl-role') return roleActions(acl)
+    return driverActions(source, driver)
+  }
   const collectionOf = (type: string): string | undefined => sources.find((source) => source.type === type)?.name
-  const actionDeps = { tasks, driver, collectionOf }
+  const resourceOf = (type: string): string | undefined => sources.find((source) => source.type === type)?.resource
+  const actionDeps = { tasks, driver, collectionOf, resourceOf }
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
     ...meRoutes(),
     ...sources.flatMap((source) => readRoutes(source, { cache, listings, versions, single: source.type !== 'task' })),
-    ...taskRoutes(tasks, cache),
-    ...sources.flatMap((source) =>
-      actionRoutes(source, source.type === 'task' ? taskActions(tasks) : driverActions(source, driver), actionDeps),
-    ),
+    ...taskRoutes(sourceNamed('tasks'), tasks, cache),
+    ...sources.flatMap((source) => actionRoutes(source, bindingsOf(source), actionDeps)),
     ...sources.flatMap((source) => changeRoutes(source, driver)),
-    ...userRoutes(directory),
-    ...groupRoutes(directory),
+    ...userRoutes(directory, sourceNamed('users')),
+    ...groupRoutes(directory, sourceNamed('groups')),
+    ...aclRoutes({
+      acl,
+      directory,
+      cache,
+      sources: { roles: sourceNamed('acl-roles'), privileges: sourceNamed('acl-privileges'), users: sourceNamed('users'), groups: sourceNamed('groups') },
+      sourceOfResource: (resource) => sources.find((source) => source.resource === resource),
+    }),
     ...tokenRoutes(tokens, options.config.authentication),
     ...dashboardRoutes({ driver, clock }),
     ...(options.extraRoutes ?? []),
@@ -151,6 +171,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     authenticator,
     log,
     maxJsonBodySize: options.config.http.maxJsonBodySize,
+    scopeOf: (userId) => acl.scopeOf(userId),
   })
 
   let closed = false
@@ -184,6 +205,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       if (server.listening) await stopped
       clearTimeout(grace)
       tasks.close()
+      acl.close()
       versions.close()
       unsubscribeDriver()
       await driver.close()

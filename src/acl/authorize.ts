@@ -1,8 +1,14 @@
 import { isAdmin, type Principal } from '../auth/principal.js'
-import { KeelError, forbidden } from '../errors.js'
+import { forbidden } from '../errors.js'
 import type { Access } from './access.js'
+import { notEnoughPrivileges } from './check.js'
 
-/** Decides a route's access from its declaration and the caller; throws the refusal. */
+/**
+ * Decides what a route's declaration alone can decide, before any data is
+ * touched: self routes, administrator-only routes, and non-administrators
+ * who hold no privilege that could allow the route's action on any object.
+ * What depends on the object is checked where the object is resolved.
+ */
 export function authorize(access: Access, principal: Principal, params: Readonly<Record<string, string>>): void {
   if (access.authenticated) return
   if (access.self !== undefined) {
@@ -10,10 +16,9 @@ export function authorize(access: Access, principal: Principal, params: Readonly
     if (access.self.only) throw forbidden('this route only acts on your own account')
   }
   if (isAdmin(principal)) return
-  if (access.privilege !== undefined) {
-    throw new KeelError('NOT_ENOUGH_PRIVILEGES', 'not enough privileges', {
-      missingPrivileges: [{ resource: access.privilege.resource, action: access.privilege.action }],
-    })
+  const privilege = access.privilege
+  if (privilege === undefined) throw forbidden()
+  if (principal.privileges?.mayAllow(privilege.resource, privilege.action) !== true) {
+    throw notEnoughPrivileges([{ resource: privilege.resource, action: privilege.action }])
   }
-  throw forbidden()
 }

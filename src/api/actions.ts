@@ -7,8 +7,10 @@ import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schem
 import { actionsByType, type ActionSpec } from '../model/operations.js'
 import type { TaskContext, TaskManager } from '../tasks/manager.js'
 import { BASE } from './paths.js'
-import type { CollectionSource } from './sources.js'
+import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
+import { allows, notEnoughPrivileges, type MissingPrivilege } from '../acl/check.js'
+import type { Principal } from '../auth/principal.js'
 
 /** An action as routes see it: its spec and what carries it out. */
 export interface ActionBinding {
@@ -21,6 +23,8 @@ export interface ActionDeps {
   readonly driver: Driver
   /** REST collection name of each object type, for Location headers */
   readonly collectionOf: (type: string) => string | undefined
+  /** access-control resource of each object type, for the objects parameters name */
+  readonly resourceOf: (type: string) => string | undefined
 }
 
 const SyncQuery = Type.Object({
@@ -46,7 +50,7 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
   if (bindings.length === 0) return []
   const base = `${BASE}/${source.name}/:id/actions`
   const IdParams = Type.Object({ id: Type.String() })
-  const read = { privilege: { resource: source.resource, action: 'read' } }
+  const read = privilegeOn(source, 'read')
   const byName = new Map(bindings.map((binding) => [binding.spec.name, binding]))
 
   const perform = (binding: ActionBinding): RouteDef =>
@@ -56,7 +60,7 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
       operationId: `${source.name}-${binding.spec.name}`,
       summary: binding.spec.summary,
       tags: [source.name],
-      access: { privilege: { resource: source.resource, action: binding.spec.privilege } },
+      access: privilegeOn(source, binding.spec.privilege),
       params: IdParams,
       query: SyncQuery,
       body: binding.spec.params,
@@ -68,13 +72,9 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
       },
       handler: async ({ res, params, query, body, principal }) => {
         const id = params.id
-        const object = resolveTarget(source, id)
+        const object = resolveTarget(source, id, principal, binding.spec.privilege)
         const args: Readonly<Record<string, unknown>> = body ?? {}
-        for (const [path, type] of Object.entries(binding.spec.refs ?? {})) {
-          for (const ref of referencedIds(args, path)) {
-            if (deps.driver.getObject(ref)?.type !== type) throw noSuchObject(ref, type)
-          }
-        }
+        checkReferences(binding.spec, args, principal, deps)
         const userId = principal.id
         const { task, done } = deps.tasks.run(
           {
@@ -112,8 +112,8 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
       access: read,
       params: IdParams,
       responses: { 200: { description: 'Action names', schema: Type.Array(Type.String()) }, ...ErrorResponses },
-      handler: ({ res, params }) => {
-        resolveTarget(source, params.id)
+      handler: ({ res, params, principal }) => {
+        resolveTarget(source, params.id, principal, 'read')
         sendJson(res, 200, bindings.map((binding) => binding.spec.name))
       },
     }),
@@ -129,8 +129,8 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
         200: { description: 'The action', schema: Type.Object({ name: Type.String(), params: Type.Object({}, { additionalProperties: true }) }) },
         ...ErrorResponses,
       },
-      handler: ({ res, params }) => {
-        resolveTarget(source, params.id)
+      handler: ({ res, params, principal }) => {
+        resolveTarget(source, params.id, principal, 'read')
         const binding = byName.get(params.action)
         if (binding === undefined) throw noSuchObject(params.action, 'action')
         sendJson(res, 200, { name: binding.spec.name, params: plainSchema(binding.spec.params) })
@@ -146,12 +146,30 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
       hidden: true,
       params: Type.Object({ id: Type.String(), action: Type.String() }),
       responses: ErrorResponses,
-      handler: ({ params }) => {
-        resolveTarget(source, params.id)
+      handler: ({ params, principal }) => {
+        resolveTarget(source, params.id, principal, 'read')
         throw noSuchObject(params.action, 'action')
       },
     }),
   ]
+}
+
+/**
+ * Every object a parameter names must exist (404 naming the first missing) and
+ * allow the caller the action the spec asks on it (403 naming all that do not).
+ */
+function checkReferences(spec: ActionSpec, args: Readonly<Record<string, unknown>>, principal: Principal, deps: ActionDeps): void {
+  const missing: MissingPrivilege[] = []
+  for (const [path, type] of Object.entries(spec.refs ?? {})) {
+    const action = spec.refPrivileges?.[path] ?? 'read'
+    const resource = deps.resourceOf(type)
+    for (const ref of referencedIds(args, path)) {
+      const object = deps.driver.getObject(ref)
+      if (object?.type !== type) throw noSuchObject(ref, type)
+      if (resource !== undefined && !allows(principal, resource, action, object)) missing.push({ resource, action, objectId: ref })
+    }
+  }
+  if (missing.length > 0) throw notEnoughPrivileges(missing)
 }
 
 /** The ids a reference path (`hostId`, `vdis[].sr`) names in validated parameters. */

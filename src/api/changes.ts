@@ -5,8 +5,9 @@ import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
 import { deletableTypes, patchByType, taggableTypes } from '../model/operations.js'
 import { BASE } from './paths.js'
-import type { CollectionSource } from './sources.js'
+import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
+import { requireUpdates } from '../acl/check.js'
 
 const done = { description: 'Done' }
 
@@ -26,13 +27,15 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
         operationId: `update-${source.name}`,
         summary: `Change fields of one object of ${source.name}; all or nothing`,
         tags: [source.name],
-        access: { privilege: { resource: source.resource, action: 'update' } },
+        access: privilegeOn(source, 'update'),
         params: Type.Object({ id: Type.String() }),
         body: patch,
         bodyRequired: true,
         responses: { 204: done, ...BodyErrorResponses },
-        handler: async ({ res, params, body }) => {
-          await driver.update(resolveTarget(source, params.id), body)
+        handler: async ({ res, params, body, principal }) => {
+          const object = resolveTarget(source, params.id, principal, 'read')
+          if (source.resource !== undefined) requireUpdates(principal, source.resource, object, Object.keys(body))
+          await driver.update(object, body)
           sendNoContent(res)
         },
       }),
@@ -46,11 +49,11 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
         operationId: `delete-${source.name}`,
         summary: `Destroy one object of ${source.name}`,
         tags: [source.name],
-        access: { privilege: { resource: source.resource, action: 'delete' } },
+        access: privilegeOn(source, 'delete'),
         params: Type.Object({ id: Type.String() }),
         responses: { 204: done, ...BodyErrorResponses },
         handler: async ({ res, params, principal }) => {
-          await driver.destroy(resolveTarget(source, params.id), immediate(principal.id))
+          await driver.destroy(resolveTarget(source, params.id, principal, 'delete'), immediate(principal.id))
           sendNoContent(res)
         },
       }),
@@ -65,11 +68,11 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
           operationId: `${method === 'PUT' ? 'add' : 'remove'}-${source.name}-tag`,
           summary: method === 'PUT' ? 'Add one tag (idempotent; URL-encode it)' : 'Remove one tag (idempotent)',
           tags: [source.name],
-          access: { privilege: { resource: source.resource, action: 'update:tags' } },
+          access: privilegeOn(source, 'update:tags'),
           params: Type.Object({ id: Type.String(), tag: Type.String({ minLength: 1, maxLength: 255 }) }),
           responses: { 204: done, ...ErrorResponses },
-          handler: async ({ res, params }) => {
-            await driver.setTag(resolveTarget(source, params.id), params.tag, method === 'PUT')
+          handler: async ({ res, params, principal }) => {
+            await driver.setTag(resolveTarget(source, params.id, principal, 'update:tags'), params.tag, method === 'PUT')
             sendNoContent(res)
           },
         }),

@@ -1,5 +1,7 @@
 import type { TObject } from '@sinclair/typebox'
+import type { AccessControl } from '../acl/store.js'
 import type { Directory } from '../auth/users.js'
+import { AclAuditSchema, AclPrivilegeSchema, AclRoleSchema } from '../model/acl.js'
 import type { Driver, XoRecord } from '../driver/types.js'
 import { GroupSchema, UserSchema } from '../model/directory.js'
 import { messageToAlarm } from '../model/alarm.js'
@@ -86,10 +88,11 @@ function alarmSource(driver: Driver, linkOf: (object: XoRecord) => string | unde
 export interface SourceDeps {
   readonly driver: Driver
   readonly directory: Directory
+  readonly acl: AccessControl
   readonly tasks: { list(): Iterable<XoRecord>; get(id: string): XoRecord | undefined }
 }
 
-export function collectionSources({ driver, directory, tasks }: SourceDeps): CollectionSource[] {
+export function collectionSources({ driver, directory, acl, tasks }: SourceDeps): CollectionSource[] {
   const collectionOfType = new Map(infrastructure.map(([name, type]) => [type, name]))
   const linkOf = (object: XoRecord): string | undefined => {
     const collection = collectionOfType.get(object.type)
@@ -101,5 +104,16 @@ export function collectionSources({ driver, directory, tasks }: SourceDeps): Col
     { name: 'users', type: 'user', resource: 'user', schema: UserSchema, selfReadable: true, list: () => directory.users(), get: (id) => directory.user(id) },
     { name: 'groups', type: 'group', resource: 'group', schema: GroupSchema, list: () => directory.groups(), get: (id) => directory.group(id) },
     { name: 'tasks', type: 'task', resource: 'task', schema: TaskSchema, list: () => tasks.list(), get: (id) => tasks.get(id) },
+    { name: 'acl-roles', type: 'acl-role', resource: 'acl-role', schema: AclRoleSchema, list: () => acl.roles(), get: (id) => acl.role(id) },
+    {
+      name: 'acl-privileges',
+      type: 'acl-privilege',
+      resource: 'acl-privilege',
+      schema: AclPrivilegeSchema,
+      list: () => acl.privileges(),
+      get: (id) => acl.privilege(id),
+    },
+    // The audit trail names no resource: administrators only.
+    { name: 'acl-audit', type: 'acl-audit', schema: AclAuditSchema, list: () => acl.audit(), get: (id) => acl.auditEntry(id) },
   ]
 }

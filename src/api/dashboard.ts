@@ -6,6 +6,7 @@ import { defineRoute, type RouteDef } from '../http/route.js'
 import { ErrorResponses } from '../http/schemas.js'
 import { messageToAlarm } from '../model/alarm.js'
 import { BASE } from './paths.js'
+import { requirePrivilege } from '../acl/check.js'
 
 /**
  * GET /rest/v0/pools/:id/dashboard: the reference product's aggregated pool
@@ -197,10 +198,11 @@ export function dashboardRoutes(deps: DashboardDeps): RouteDef[] {
         ndjson: Type.Optional(Type.Boolean({ description: 'One line per section, each nested under its path' })),
       }),
       responses: { 200: { description: 'The dashboard', schema: DashboardSchema }, ...ErrorResponses },
-      handler: async ({ res, params, query }) => {
+      handler: async ({ res, params, query, principal }) => {
         const id = params.id
         const pool = deps.driver.getObject(id)
         if (pool === undefined || pool.type !== 'pool') throw noSuchObject(id, 'pool')
+        requirePrivilege(principal, 'pool', 'read', pool, id)
         const dashboard = poolDashboard(deps, pool)
         if (query['ndjson'] === true) await streamChunks(res, 200, NDJSON_TYPE, ndjsonSections(dashboard))
         else sendJson(res, 200, dashboard)

@@ -1,15 +1,18 @@
+import type { ServerResponse } from 'node:http'
 import { Type, type Static, type TObject } from '@sinclair/typebox'
 import type { XoRecord } from '../driver/types.js'
+import { readableBy } from '../acl/check.js'
+import type { Principal } from '../auth/principal.js'
 import { compileFilter } from '../filter/index.js'
 import type { Versions } from '../events/versions.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { NDJSON_TYPE, JSON_TYPE, sendJsonBytes, streamChunks } from '../http/reply.js'
-import { defineRoute, type RouteDef } from '../http/route.js'
+import { defineRoute, type ResponseSpec, type RouteDef } from '../http/route.js'
 import { ErrorResponses } from '../http/schemas.js'
 import { hrefOf, BASE } from './paths.js'
 import { parseFields, pick, type FieldPath } from './projection.js'
 import type { ListingCache } from './listing-cache.js'
-import type { CollectionSource } from './sources.js'
+import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
 
 export const CollectionQuery = Type.Object({
@@ -27,7 +30,7 @@ export const CollectionQuery = Type.Object({
   ndjson: Type.Optional(Type.Boolean({ description: 'Stream one JSON value per line (application/x-ndjson)' })),
 })
 
-type CollectionQueryValue = Static<typeof CollectionQuery>
+export type CollectionQueryValue = Static<typeof CollectionQuery>
 
 /** `{...record, href}` made from the record's cached bytes, without serializing it again. */
 function withHref(record: Buffer, hrefText: string): Buffer {
@@ -47,6 +50,7 @@ export interface ListingOptions {
 /** The lazily produced bytes of each listed value, in order. */
 function* listingTexts(
   source: CollectionSource,
+  records: Iterable<XoRecord>,
   query: CollectionQueryValue,
   predicate: ((record: XoRecord) => boolean) | undefined,
   cache: JsonCache,
@@ -65,7 +69,7 @@ function* listingTexts(
     picked['href'] = href
     return JSON.stringify(picked)
   }
-  for (const record of source.list()) {
+  for (const record of records) {
     if (predicate !== undefined && !predicate(record)) continue
     yield cache.bytes(record, variant, produce)
     if (--remaining === 0) return
@@ -126,6 +130,46 @@ function* framed(items: Iterable<Buffer>, ndjson: boolean): Generator<Buffer, vo
   yield Buffer.concat(parts, size)
 }
 
+/**
+ * What a listing keeps: what the caller may read and the filter matches. The
+ * filter is parsed before the first byte so that a syntax error still gets its 400.
+ */
+function visibleAndMatching(
+  visible: ((record: XoRecord) => boolean) | undefined,
+  filter: string | undefined,
+): ((record: XoRecord) => boolean) | undefined {
+  const matching = filter === undefined ? undefined : compileFilter(filter)
+  if (visible === undefined) return matching
+  if (matching === undefined) return visible
+  return (record) => matching(record) && visible(record)
+}
+
+/** The answers of a listing route whose objects have this schema. */
+export function listingResponses(schema: TObject): Readonly<Record<number, ResponseSpec>> {
+  return {
+    200: {
+      description: 'Hrefs without `fields`; objects with `fields` (plus `href`); one value a line with `ndjson`',
+      schema: Type.Union([Type.Array(Type.String()), Type.Array(Type.Partial(schema))]),
+    },
+    ...ErrorResponses,
+  }
+}
+
+/**
+ * Some records of a collection (a role's privileges, a group's roles) with the
+ * collection parameters. Never cached: such lists are short and their keys many.
+ */
+export async function sendSubListing(
+  res: ServerResponse,
+  source: CollectionSource,
+  records: Iterable<XoRecord>,
+  q: CollectionQueryValue,
+  { cache, principal }: { cache: JsonCache; principal: Principal },
+): Promise<void> {
+  const predicate = visibleAndMatching(readableBy(principal, source.resource), q.filter)
+  await streamChunks(res, 200, q.ndjson === true ? NDJSON_TYPE : JSON_TYPE, framed(listingTexts(source, records, q, predicate, cache), q.ndjson === true))
+}
+
 /** GET /rest/v0/<name> and GET /rest/v0/<name>/:id for one source. */
 export function readRoutes(source: CollectionSource, options: ListingOptions): RouteDef[] {
   const { cache, listings, versions } = options
@@ -139,27 +183,23 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
       operationId: `list-${source.name}`,
       summary: `List ${source.name}`,
       tags: [tag],
-      access: { privilege: { resource: source.resource, action: 'read' } },
+      access: privilegeOn(source, 'read'),
       query: CollectionQuery,
-      responses: {
-        200: {
-          description: 'Hrefs without `fields`; objects with `fields` (plus `href`); one value a line with `ndjson`',
-          schema: Type.Union([Type.Array(Type.String()), Type.Array(Type.Partial(schema))]),
-        },
-        ...ErrorResponses,
-      },
-      handler: async ({ res, query: q }) => {
+      responses: listingResponses(schema),
+      handler: async ({ res, query: q, principal }) => {
         const contentType = q.ndjson === true ? NDJSON_TYPE : JSON_TYPE
-        const key = JSON.stringify([source.name, q.fields ?? null, q.filter ?? null, q.limit ?? null, q.ndjson === true])
+        const visible = readableBy(principal, source.resource)
+        // A listing is the caller's: keyed by the scope it was filtered with.
+        const scope = visible === undefined ? null : (principal.privileges?.key ?? principal.id)
+        const key = JSON.stringify([source.name, scope, q.fields ?? null, q.filter ?? null, q.limit ?? null, q.ndjson === true])
         const version = versions.of(versionTypes)
         const cached = listings.get(key, version)
         if (cached !== undefined) {
           sendJsonBytes(res, 200, cached, contentType)
           return
         }
-        // Parsed before the first byte so that a syntax error still gets its 400.
-        const predicate = q.filter === undefined ? undefined : compileFilter(q.filter)
-        const chunks = framed(listingTexts(source, q, predicate, cache), q.ndjson === true)
+        const predicate = visibleAndMatching(visible, q.filter)
+        const chunks = framed(listingTexts(source, source.list(), q, predicate, cache), q.ndjson === true)
         if (!listings.wanted(key)) {
           await streamChunks(res, 200, contentType, chunks)
           return
@@ -187,14 +227,11 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
       operationId: `get-${source.name}`,
       summary: `Get one object of ${source.name}`,
       tags: [tag],
-      access: {
-        privilege: { resource: source.resource, action: 'read' },
-        ...(source.selfReadable ? { self: { param: 'id' } } : {}),
-      },
+      access: { ...privilegeOn(source, 'read'), ...(source.selfReadable ? { self: { param: 'id' } } : {}) },
       params: Type.Object({ id: Type.String() }),
       responses: { 200: { description: 'The whole record', schema }, ...ErrorResponses },
-      handler: ({ res, params }) => {
-        sendJsonBytes(res, 200, recordBytes(cache, resolveTarget(source, params.id)))
+      handler: ({ res, params, principal }) => {
+        sendJsonBytes(res, 200, recordBytes(cache, resolveTarget(source, params.id, principal, 'read')))
       },
     }),
   ]

@@ -1,4 +1,5 @@
 import type { TObject } from '@sinclair/typebox'
+import type { Access } from '../acl/access.js'
 import type { XoRecord } from '../driver/types.js'
 
 /**
@@ -11,8 +12,8 @@ export interface CollectionSource {
   readonly name: string
   /** the records' `type`, used in 404 bodies (`no such VM <id>`) */
   readonly type: string
-  /** access-control resource (spec 2) */
-  readonly resource: string
+  /** access-control resource (spec 2); without one, only administrators reach the collection */
+  readonly resource?: string
   readonly schema: TObject
   /** object types whose changes change this collection (default: `type`) */
   readonly versionTypes?: readonly string[]
@@ -20,4 +21,9 @@ export interface CollectionSource {
   readonly selfReadable?: true
   list(): Iterable<XoRecord>
   get(id: string): XoRecord | undefined
+}
+
+/** The access of a route doing `action` on a collection's objects, as its declaration says it. */
+export function privilegeOn(source: CollectionSource, action: string): Access {
+  return source.resource === undefined ? {} : { privilege: { resource: source.resource, action } }
 }

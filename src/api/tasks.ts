@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox'
-import { noSuchObject } from '../errors.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { sendJsonBytes, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
@@ -9,6 +8,8 @@ import type { TaskManager } from '../tasks/manager.js'
 import type { ActionBinding } from './actions.js'
 import { BASE } from './paths.js'
 import { recordBytes } from './read.js'
+import type { CollectionSource } from './sources.js'
+import { resolveTarget } from './target.js'
 
 const abortSpec = {
   name: 'abort',
@@ -32,7 +33,7 @@ export function taskActions(tasks: TaskManager): ActionBinding[] {
 
 const MAX_WAIT = 24 * 3600_000
 
-export function taskRoutes(tasks: TaskManager, cache: JsonCache): RouteDef[] {
+export function taskRoutes(source: CollectionSource, tasks: TaskManager, cache: JsonCache): RouteDef[] {
   return [
     defineRoute({
       method: 'GET',
@@ -49,10 +50,9 @@ export function taskRoutes(tasks: TaskManager, cache: JsonCache): RouteDef[] {
         ),
       }),
       responses: { 200: { description: 'The task', schema: TaskSchema }, ...ErrorResponses },
-      handler: async ({ res, params, query }) => {
+      handler: async ({ res, params, query, principal }) => {
         const id = params.id
-        let task = tasks.get(id)
-        if (task === undefined) throw noSuchObject(id, 'task')
+        let task = resolveTarget(source, id, principal, 'read')
         if (query.wait === true) {
           // A client that hangs up stops the wait instead of leaving a waiter behind.
           const gone = new AbortController()
@@ -72,7 +72,8 @@ export function taskRoutes(tasks: TaskManager, cache: JsonCache): RouteDef[] {
       access: { privilege: { resource: 'task', action: 'delete' } },
       params: Type.Object({ id: Type.String() }),
       responses: { 204: { description: 'Deleted' }, ...ErrorResponses, 409: { description: 'The task is still pending', schema: ErrorBodySchema } },
-      handler: ({ res, params }) => {
+      handler: ({ res, params, principal }) => {
+        resolveTarget(source, params.id, principal, 'delete')
         tasks.delete(params.id)
         sendNoContent(res)
       },

@@ -1,16 +1,27 @@
 import { Type } from '@sinclair/typebox'
 import type { Directory } from '../auth/users.js'
-import { forbidden, noSuchObject } from '../errors.js'
+import { notEnoughPrivileges, requirePrivilege, requireUpdates } from '../acl/check.js'
+import { isAdmin, type Principal } from '../auth/principal.js'
+import { forbidden } from '../errors.js'
 import { sendCreated, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, CreatedSchema } from '../http/schemas.js'
 import { CreateUserBody, GroupBody, UpdateUserBody } from '../model/directory.js'
 import { BASE } from './paths.js'
+import type { CollectionSource } from './sources.js'
+import { resolveTarget } from './target.js'
 
 const IdParams = Type.Object({ id: Type.String() })
+
+/** Only administrators make administrators, whatever privileges on users a role grants. */
+function refuseEscalation(principal: Principal, permission: string | undefined): void {
+  if (permission === 'admin' && !isAdmin(principal)) {
+    throw notEnoughPrivileges([{ resource: 'user', action: 'update:permission' }])
+  }
+}
 const NoContent = { description: 'Done' }
 
-export function userRoutes(directory: Directory): RouteDef[] {
+export function userRoutes(directory: Directory, users: CollectionSource): RouteDef[] {
   return [
     defineRoute({
       method: 'POST',
@@ -22,7 +33,9 @@ export function userRoutes(directory: Directory): RouteDef[] {
       body: CreateUserBody,
       bodyRequired: true,
       responses: { 201: { description: 'Created', schema: CreatedSchema }, ...BodyErrorResponses },
-      handler: async ({ res, body }) => {
+      handler: async ({ res, body, principal }) => {
+        requirePrivilege(principal, 'user', 'create', body)
+        refuseEscalation(principal, body.permission)
         const id = await directory.createUser(body)
         sendCreated(res, id, `${BASE}/users/${id}`)
       },
@@ -38,7 +51,10 @@ export function userRoutes(directory: Directory): RouteDef[] {
       body: UpdateUserBody,
       bodyRequired: true,
       responses: { 204: NoContent, ...BodyErrorResponses },
-      handler: async ({ res, params, body }) => {
+      handler: async ({ res, params, body, principal }) => {
+        const user = resolveTarget(users, params.id, principal, 'read')
+        requireUpdates(principal, 'user', user, Object.keys(body))
+        refuseEscalation(principal, body.permission)
         await directory.updateUser(params.id, body)
         sendNoContent(res)
       },
@@ -54,8 +70,8 @@ export function userRoutes(directory: Directory): RouteDef[] {
       responses: { 204: NoContent, ...BodyErrorResponses },
       handler: ({ res, params, principal }) => {
         const id = params.id
-        if (directory.user(id) === undefined) throw noSuchObject(id, 'user')
-        if (id === principal?.id) throw forbidden('a user cannot delete itself')
+        resolveTarget(users, id, principal, 'delete')
+        if (id === principal.id) throw forbidden('a user cannot delete itself')
         directory.deleteUser(id)
         sendNoContent(res)
       },
@@ -63,7 +79,7 @@ export function userRoutes(directory: Directory): RouteDef[] {
   ]
 }
 
-export function groupRoutes(directory: Directory): RouteDef[] {
+export function groupRoutes(directory: Directory, groups: CollectionSource): RouteDef[] {
   const MemberParams = Type.Object({ id: Type.String(), userId: Type.String() })
   const membership = (method: 'PUT' | 'DELETE'): RouteDef =>
     defineRoute({
@@ -75,7 +91,8 @@ export function groupRoutes(directory: Directory): RouteDef[] {
       access: { privilege: { resource: 'group', action: 'update:users' } },
       params: MemberParams,
       responses: { 204: NoContent, ...BodyErrorResponses },
-      handler: ({ res, params }) => {
+      handler: ({ res, params, principal }) => {
+        resolveTarget(groups, params.id, principal, 'update:users')
         directory.setMembership(params.id, params.userId, method === 'PUT')
         sendNoContent(res)
       },
@@ -91,7 +108,8 @@ export function groupRoutes(directory: Directory): RouteDef[] {
       body: GroupBody,
       bodyRequired: true,
       responses: { 201: { description: 'Created', schema: CreatedSchema }, ...BodyErrorResponses },
-      handler: ({ res, body }) => {
+      handler: ({ res, body, principal }) => {
+        requirePrivilege(principal, 'group', 'create', body)
         const id = directory.createGroup(body.name)
         sendCreated(res, id, `${BASE}/groups/${id}`)
       },
@@ -107,7 +125,8 @@ export function groupRoutes(directory: Directory): RouteDef[] {
       body: GroupBody,
       bodyRequired: true,
       responses: { 204: NoContent, ...BodyErrorResponses },
-      handler: ({ res, params, body }) => {
+      handler: ({ res, params, body, principal }) => {
+        resolveTarget(groups, params.id, principal, 'update:name')
         directory.renameGroup(params.id, body.name)
         sendNoContent(res)
       },
@@ -121,7 +140,8 @@ export function groupRoutes(directory: Directory): RouteDef[] {
       access: { privilege: { resource: 'group', action: 'delete' } },
       params: IdParams,
       responses: { 204: NoContent, ...BodyErrorResponses },
-      handler: ({ res, params }) => {
+      handler: ({ res, params, principal }) => {
+        resolveTarget(groups, params.id, principal, 'delete')
         directory.deleteGroup(params.id)
         sendNoContent(res)
       },

@@ -4,6 +4,7 @@ import type { Static } from '@sinclair/typebox'
 import type { Statement } from 'better-sqlite3'
 import type { Db } from '../store/database.js'
 import type { EventBus } from '../events/bus.js'
+import { keepIfEqual, publishDiff } from '../events/diff.js'
 import { alreadyExists, noSuchObject, KeelError } from '../errors.js'
 import type { CreateUserBody, GroupSchema, PermissionSchema, UpdateUserBody, UserSchema } from '../model/directory.js'
 import { hashPassword } from './passwords.js'
@@ -228,19 +229,4 @@ function push(map: Map<string, string[]>, key: string, value: string): void {
   const list = map.get(key)
   if (list === undefined) map.set(key, [value])
   else list.push(value)
-}
-
-/** Keeps the previous object when nothing changed, so identity means "unchanged". */
-function keepIfEqual<T extends XoRecord>(previous: T | undefined, next: T): T {
-  if (previous !== undefined && JSON.stringify(previous) === JSON.stringify(next)) return previous
-  return Object.freeze(next)
-}
-
-function publishDiff<T extends XoRecord>(bus: EventBus, before: Map<string, T>, after: Map<string, T>): void {
-  for (const [id, object] of after) {
-    const previous = before.get(id)
-    if (previous === undefined) bus.publish({ kind: 'add', object })
-    else if (previous !== object) bus.publish({ kind: 'update', object, previous })
-  }
-  for (const [id, object] of before) if (!after.has(id)) bus.publish({ kind: 'remove', object })
 }

@@ -4,7 +4,8 @@ import type { Logger } from 'pino'
 import { authorize } from '../acl/authorize.js'
 import type { Authenticator } from '../auth/authenticate.js'
 import { invalidCredentials } from '../auth/authenticate.js'
-import type { Principal } from '../auth/principal.js'
+import type { PrivilegeSet } from '../acl/evaluate.js'
+import { isAdmin, type Principal } from '../auth/principal.js'
 import { KeelError } from '../errors.js'
 import { sendError } from './error-response.js'
 import { readJsonBody } from './body.js'
@@ -15,6 +16,8 @@ export interface HttpOptions {
   readonly authenticator: Authenticator
   readonly log: Logger
   readonly maxJsonBodySize: number
+  /** a non-administrator's effective privileges, evaluated by access control */
+  readonly scopeOf: (userId: string) => PrivilegeSet
   /** Maximum length of a request target (path and query string). */
   readonly maxUrlLength?: number
 }
@@ -43,11 +46,12 @@ async function handle(options: HttpOptions, req: IncomingMessage, res: ServerRes
 
   let principal: Principal | undefined
   if (!def.access.public) {
-    principal = await options.authenticator.authenticate({
+    const authenticated = await options.authenticator.authenticate({
       cookie: req.headers.cookie,
       authorization: req.headers.authorization,
     })
-    if (principal === undefined) throw invalidCredentials()
+    if (authenticated === undefined) throw invalidCredentials()
+    principal = isAdmin(authenticated) ? authenticated : { ...authenticated, privileges: options.scopeOf(authenticated.id) }
     authorize(def.access, principal, params)
   }
   route.checkParams?.(params)

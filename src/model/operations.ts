@@ -15,6 +15,8 @@ export interface ActionSpec {
   readonly params: TObject
   /** parameter path → XO type of the object it names; `a[].b` is field `b` of each item of array `a` */
   readonly refs?: Readonly<Record<string, string>>
+  /** parameter path → the action the caller needs on the object it names (default `read`) */
+  readonly refPrivileges?: Readonly<Record<string, string>>
   /** XO type of the object it creates, if any */
   readonly creates?: string
 }
@@ -35,6 +37,7 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
       summary: 'Start a halted VM, on the given host or one with enough free memory',
       params: params({ hostId: Type.Optional(Id('host to start the VM on')) }),
       refs: { hostId: 'host' },
+      refPrivileges: { hostId: 'allow-vm' },
     },
     simple('clean_shutdown', 'shutdown:clean', 'Shut the VM down cleanly'),
     simple('hard_shutdown', 'shutdown:hard', 'Power the VM off'),
@@ -71,6 +74,7 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
       summary: 'Move a running VM to another host of its pool',
       params: params({ hostId: Id('destination host') }),
       refs: { hostId: 'host' },
+      refPrivileges: { hostId: 'migrate-receive' },
     },
   ],
   host: [
@@ -121,6 +125,7 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
         ),
       }),
       refs: { template: 'VM-template', 'vdis[].sr': 'SR', 'vifs[].network': 'network' },
+      refPrivileges: { template: 'instantiate' },
       creates: 'VM',
     },
     simple('emergency_shutdown', 'emergency-shutdown', 'Hard-shut down every running VM of the pool, then its hosts'),
@@ -137,6 +142,7 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
       summary: 'Move the disk to another SR (its id changes)',
       params: params({ srId: Id('destination SR') }),
       refs: { srId: 'SR' },
+      refPrivileges: { srId: 'migrate-receive' },
       creates: 'VDI',
     },
   ],

@@ -59,4 +59,43 @@ export const migrations: readonly string[] = [
   );
   CREATE INDEX tasks_by_status ON tasks(status);
   `,
+  // 4: access control: roles, their privileges, assignments, and the audit trail of their changes
+  `
+  CREATE TABLE acl_roles (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    description TEXT,
+    template_id INTEGER UNIQUE,
+    created_at INTEGER NOT NULL
+  );
+  CREATE TABLE acl_privileges (
+    id TEXT PRIMARY KEY,
+    role_id TEXT NOT NULL REFERENCES acl_roles(id) ON DELETE CASCADE,
+    resource TEXT NOT NULL,
+    action TEXT NOT NULL,
+    effect TEXT NOT NULL CHECK (effect IN ('allow', 'deny')),
+    selector TEXT
+  );
+  CREATE INDEX acl_privileges_by_role ON acl_privileges(role_id);
+  CREATE TABLE acl_user_roles (
+    role_id TEXT NOT NULL REFERENCES acl_roles(id) ON DELETE CASCADE,
+    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    PRIMARY KEY (role_id, user_id)
+  );
+  CREATE TABLE acl_group_roles (
+    role_id TEXT NOT NULL REFERENCES acl_roles(id) ON DELETE CASCADE,
+    group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
+    PRIMARY KEY (role_id, group_id)
+  );
+  CREATE TABLE acl_audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    time INTEGER NOT NULL,
+    actor_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    object_type TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    before TEXT,
+    after TEXT
+  );
+  `,
 ]
