@@ -11,6 +11,8 @@ export interface Privilege {
  * - `self`: the caller whose id is in path parameter `param`; with `only`,
  *   administrators are held to it too (tokens are personal).
  * - `privilege`: administrators, and (with access control) holders of it.
+ *   With `listing`, the route lists what the caller may read of the resource
+ *   and never refuses: a caller who may read nothing gets an empty list.
  * A route with none of these is administrator-only.
  */
 export interface Access {
@@ -18,4 +20,5 @@ export interface Access {
   readonly authenticated?: true
   readonly self?: { readonly param: string; readonly only?: true }
   readonly privilege?: Privilege
+  readonly listing?: true
 }

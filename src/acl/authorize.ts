@@ -18,7 +18,7 @@ export function authorize(access: Access, principal: Principal, params: Readonly
   if (isAdmin(principal)) return
   const privilege = access.privilege
   if (privilege === undefined) throw forbidden()
-  if (principal.privileges?.mayAllow(privilege.resource, privilege.action) !== true) {
+  if (!access.listing && principal.privileges?.mayAllow(privilege.resource, privilege.action) !== true) {
     throw notEnoughPrivileges([{ resource: privilege.resource, action: privilege.action }])
   }
 }

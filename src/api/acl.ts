@@ -104,7 +104,7 @@ export function aclRoutes(deps: AclRouteDeps): RouteDef[] {
       operationId,
       summary,
       tags: ['acl'],
-      access: { privilege: { resource: access.resource, action: 'read' } },
+      access: { privilege: { resource: access.resource, action: 'read' }, listing: true },
       params: IdParams,
       query: CollectionQuery,
       responses: listingResponses(source.schema),

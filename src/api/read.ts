@@ -183,7 +183,7 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
       operationId: `list-${source.name}`,
       summary: `List ${source.name}`,
       tags: [tag],
-      access: privilegeOn(source, 'read'),
+      access: { ...privilegeOn(source, 'read'), listing: true },
       query: CollectionQuery,
       responses: listingResponses(schema),
       handler: async ({ res, query: q, principal }) => {
