@@ -51,7 +51,7 @@ t.test('users and groups', async (t) => {
     const { body } = await server.json<{ name: string; email: string }>(`/rest/v0/users/${userId}`)
     t.equal(body.name, 'Operations')
     t.equal(body.email, 'ops@example.org')
-    t.equal((await server.request('/rest/v0/users', { auth: basic('ops@example.org', 'pw-2') })).status, 403)
+    t.same((await server.json('/rest/v0/users', { auth: basic('ops@example.org', 'pw-2') })).body, [], 'listings show what may be read')
     t.equal((await server.request('/rest/v0/users', { auth: basic('ops@example.org', 'pw-1') })).status, 401)
 
     const bad = await server.json(`/rest/v0/users/${userId}`, jsonBody({ name: 'Zed', permission: 'root' }, 'PATCH'))
@@ -76,7 +76,7 @@ t.test('users and groups', async (t) => {
     t.equal(create.status, 403)
     t.equal((await server.json<string[]>('/rest/v0/groups')).body.length, 0)
     const vms = await server.json('/rest/v0/vms', { auth })
-    t.equal(vms.status, 403)
+    t.same(vms.body, [], 'no role, no objects')
   })
 
   t.test('groups: create, rename, membership, delete', async (t) => {

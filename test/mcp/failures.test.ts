@@ -226,19 +226,23 @@ t.test('403 and 404', async (t) => {
   const created = await server.json('/rest/v0/users', jsonBody({ email, password }))
   t.equal(created.status, 201)
 
-  t.test('a user without privileges is told which privilege is missing', async (t) => {
+  const vmIds = (await server.json<string[]>('/rest/v0/vms')).body.map((href) => href.split('/').pop() as string)
+  const srId = ((await server.json<string[]>('/rest/v0/srs')).body[0] as string).split('/').pop() as string
+
+  t.test('a user without privileges sees nothing, and a refusal names the missing privilege', async (t) => {
     const bridge = await startBridge({ KEEL_URL: server.url, KEEL_USERNAME: email, KEEL_PASSWORD: password })
     t.teardown(() => bridge.close())
     const vms = await bridge.call('list_vms')
-    t.equal(vms.result.isError, true)
+    t.notOk(vms.result.isError, 'a listing shows what may be read: nothing')
+    t.notMatch(vms.text, /web-01/)
+    const vm = await bridge.call('get_vm_details', { vm_id: vmIds[0] })
+    t.equal(vm.result.isError, true)
     t.equal(
-      vms.text,
-      `Failed to list VMs: Permission denied: user ${email} lacks the privilege vm:read. Ask an administrator to grant it through a role, or use an administrator account.`,
+      vm.text,
+      `Failed to get VM details: Permission denied: user ${email} lacks the privilege vm:read. Ask an administrator to grant it through a role, or use an administrator account.`,
     )
     const dashboard = await bridge.call('get_pool_dashboard', { pool_id: 'any' })
     t.match(dashboard.text, /^Failed to get pool dashboard: Permission denied: .* lacks the privilege pool:read\./)
-    const check = await bridge.call('check_connection')
-    t.match(check.text, /^Connection test failed: Permission denied: .*pool:read/)
   })
 
   t.test('with a token of that user too', async (t) => {
@@ -247,7 +251,21 @@ t.test('403 and 404', async (t) => {
     const token = await createToken(server, viewerId, {}, basic(email, password))
     const bridge = await startBridge({ KEEL_URL: server.url, KEEL_TOKEN: token.id })
     t.teardown(() => bridge.close())
-    t.match((await bridge.call('list_srs')).text, /Permission denied: the token in KEEL_TOKEN lacks the privilege sr:read\./)
+    t.match((await bridge.call('get_sr_details', { sr_id: srId })).text, /Permission denied: the token in KEEL_TOKEN lacks the privilege sr:read\./)
+  })
+
+  t.test('with a role, the assistant sees exactly what the user may read', async (t) => {
+    const viewer = await server.json<Array<{ id: string; email: string }>>('/rest/v0/users?fields=id,email')
+    const viewerId = viewer.body.find((user) => user.email === email)?.id as string
+    const role = await server.json<{ id: string }>('/rest/v0/acl-roles', jsonBody({ name: 'web readers' }))
+    await server.json('/rest/v0/acl-privileges', jsonBody({ roleId: role.body.id, resource: 'vm', action: 'read', effect: 'allow', selector: 'name_label:web-01' }))
+    await server.request(`/rest/v0/acl-roles/${role.body.id}/users/${viewerId}`, { method: 'PUT' })
+    const bridge = await startBridge({ KEEL_URL: server.url, KEEL_USERNAME: email, KEEL_PASSWORD: password })
+    t.teardown(() => bridge.close())
+    const vms = await bridge.call('list_vms')
+    t.notOk(vms.result.isError)
+    t.match(vms.text, /web-01/)
+    t.notMatch(vms.text, /db-01|staging-app/, 'and nothing else')
   })
 
   t.test('an unknown id says what was not found and where valid ids come from', async (t) => {
