@@ -13,6 +13,7 @@ import { operation, type LabEnv } from './operations/run.js'
 import { setTag } from './operations/tags.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
+import type { LabChange, LabStore } from './store.js'
 import { labUsage } from './usage.js'
 
 export const DEMO_LAB_FILE = join(fixturesDir, 'demo-lab.json')
@@ -30,12 +31,6 @@ export interface LabDriverOptions {
 }
 
 const DEFAULT_STEP_DELAY = 400
-
-export interface LabChange {
-  readonly kind: ChangeKind
-  /** the new record; for `remove`, only its id counts */
-  readonly object: XoRecord
-}
 
 /**
  * Replaces the whole lab content with `records` in one transaction and marks
@@ -69,7 +64,7 @@ interface PlannedChange {
  * and served from memory. Records are deep-frozen snapshots; a change replaces
  * a record with a new object, so object identity tells whether it changed.
  */
-export class LabDriver implements Driver {
+export class LabDriver implements Driver, LabStore {
   readonly #db: Db
   readonly #options: LabDriverOptions
   readonly #upsert: Statement<[string, string, string]>

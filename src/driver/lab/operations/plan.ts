@@ -17,14 +17,7 @@ import type {
   VmTemplateRecord,
 } from '../../../model/records.js'
 import type { XoRecord } from '../../types.js'
-import type { LabChange } from '../driver.js'
-
-/** What operations need of the lab: reading the current records and committing a batch. */
-export interface LabStore {
-  getObject(id: string): XoRecord | undefined
-  objectsOfType(type: string): Iterable<XoRecord>
-  applyChanges(changes: readonly LabChange[]): void
-}
+import type { LabChange, LabStore } from '../store.js'
 
 /** The record shape of each type operations touch. */
 interface RecordTypes {
