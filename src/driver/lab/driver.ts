@@ -1,5 +1,4 @@
 import { join } from 'node:path'
-import type { Statement } from 'better-sqlite3'
 import { alreadyExists, noSuchObject } from '../../errors.js'
 import { fixturesDir } from '../../paths.js'
 import type { Db } from '../../store/database.js'
@@ -13,12 +12,11 @@ import { operation, type LabEnv } from './operations/run.js'
 import { setTag } from './operations/tags.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
+import { LabTable } from './table.js'
 import type { LabChange, LabStore } from './store.js'
 import { labUsage } from './usage.js'
 
 export const DEMO_LAB_FILE = join(fixturesDir, 'demo-lab.json')
-
-const SEEDED_AT = 'seeded_at'
 
 export interface LabDriverOptions {
   /** id of the user recorded as the creator of the seeded VMs */
@@ -37,15 +35,7 @@ const DEFAULT_STEP_DELAY = 400
  * the lab as seeded, so that a lab emptied later is not seeded again.
  */
 export function writeLab(db: Db, records: Iterable<XoRecord>, seededAt: number = Date.now()): void {
-  const insert = db.prepare('INSERT INTO lab_objects (id, type, data) VALUES (?, ?, ?)')
-  const mark = db.prepare(
-    'INSERT INTO lab_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-  )
-  db.transaction(() => {
-    db.prepare('DELETE FROM lab_objects').run()
-    for (const record of records) insert.run(record.id, record.type, JSON.stringify(record))
-    mark.run(SEEDED_AT, String(seededAt))
-  })()
+  new LabTable(db).replaceAll(records, seededAt)
 }
 
 /** A change checked against the current state and ready to persist. */
@@ -67,8 +57,7 @@ interface PlannedChange {
 export class LabDriver implements Driver, LabStore {
   readonly #db: Db
   readonly #options: LabDriverOptions
-  readonly #upsert: Statement<[string, string, string]>
-  readonly #delete: Statement<[string]>
+  #table: LabTable | undefined
   readonly #objects = new Map<string, XoRecord>()
   /** per type, in a stable order: insertion (rowid) order, kept across updates */
   readonly #byType = new Map<string, Map<string, XoRecord>>()
@@ -79,19 +68,17 @@ export class LabDriver implements Driver, LabStore {
     this.#db = db
     this.#options = options
     this.#env = { store: this, stepDelay: options.stepDelay ?? DEFAULT_STEP_DELAY, clock: options.clock ?? Date.now }
-    this.#upsert = db.prepare(
-      'INSERT INTO lab_objects (id, type, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET type = excluded.type, data = excluded.data',
-    )
-    this.#delete = db.prepare('DELETE FROM lab_objects WHERE id = ?')
   }
 
+  /** Brings the lab's tables up to date, seeds an empty lab, and loads the records. */
   async open(): Promise<void> {
-    if (this.#needsSeed()) {
+    const table = (this.#table ??= new LabTable(this.#db))
+    if (table.needsSeed()) {
       const now = (this.#options.clock ?? Date.now)()
       const spec = this.#options.spec ?? loadLabSpec(DEMO_LAB_FILE)
-      writeLab(this.#db, expandLab(spec, { creatorId: this.#options.creatorId, now }), now)
+      table.replaceAll(expandLab(spec, { creatorId: this.#options.creatorId, now }), now)
     }
-    this.#load()
+    this.#load(table)
   }
 
   async close(): Promise<void> {
@@ -157,14 +144,16 @@ export class LabDriver implements Driver, LabStore {
    */
   applyChanges(changes: readonly LabChange[]): void {
     const planned = this.#plan(changes)
-    this.#db.transaction(() => {
-      for (const { id, object, previous, json } of planned) {
-        // A record changing type moves to the end of its new type's order in memory; deleting
-        // before inserting gives it a new, last rowid so that a restart loads the same order.
-        if (json === undefined || (previous !== undefined && previous.type !== object.type)) this.#delete.run(id)
-        if (json !== undefined) this.#upsert.run(id, object.type, json)
-      }
-    })()
+    // A record changing type moves to the end of its new type's order in memory; the table
+    // writes it anew so that a restart loads the same order.
+    this.#opened().write(
+      planned.map(({ id, object, previous, json }) => ({
+        id,
+        type: object.type,
+        json,
+        retyped: previous !== undefined && previous.type !== object.type,
+      })),
+    )
     for (const change of planned) {
       if (change.kind === 'remove') this.#unindex(change.object)
       else this.#index(change.object, change.previous)
@@ -205,17 +194,15 @@ export class LabDriver implements Driver, LabStore {
     })
   }
 
-  #needsSeed(): boolean {
-    const seeded = this.#db.prepare('SELECT 1 FROM lab_meta WHERE key = ?').get(SEEDED_AT) !== undefined
-    const empty = this.#db.prepare('SELECT 1 FROM lab_objects LIMIT 1').get() === undefined
-    return empty && !seeded
+  #opened(): LabTable {
+    if (this.#table === undefined) throw new Error('the lab driver is used before open()')
+    return this.#table
   }
 
-  #load(): void {
+  #load(table: LabTable): void {
     this.#objects.clear()
     this.#byType.clear()
-    const rows = this.#db.prepare('SELECT data FROM lab_objects ORDER BY rowid').pluck().iterate() as IterableIterator<string>
-    for (const data of rows) this.#index(deepFreeze(JSON.parse(data) as XoRecord), undefined)
+    for (const data of table.texts()) this.#index(deepFreeze(JSON.parse(data) as XoRecord), undefined)
   }
 
   #index(record: XoRecord, previous: XoRecord | undefined): void {
