@@ -2,10 +2,11 @@ import { join } from 'node:path'
 import { alreadyExists, noSuchObject } from '../../errors.js'
 import { fixturesDir } from '../../paths.js'
 import type { Db } from '../../store/database.js'
+import { notDeclared } from '../capabilities.js'
 import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, XoRecord } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { expandLab } from './expand.js'
-import { destroy } from './operations/destroy.js'
+import { actionHandler, destroyerOf, labCapabilities, settersOf, taggedType } from './capabilities.js'
 import { perform } from './operations/perform.js'
 import { Plan } from './operations/plan.js'
 import { operation, type LabEnv } from './operations/run.js'
@@ -55,6 +56,7 @@ interface PlannedChange {
  * a record with a new object, so object identity tells whether it changed.
  */
 export class LabDriver implements Driver, LabStore {
+  readonly capabilities = labCapabilities
   readonly #db: Db
   readonly #options: LabDriverOptions
   #table: LabTable | undefined
@@ -112,21 +114,29 @@ export class LabDriver implements Driver, LabStore {
     }
   }
 
-  perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined> {
-    return perform(operation(this.#env, context), object, action, params)
+  async perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined> {
+    const handler = actionHandler(object.type, action)
+    if (handler === undefined) throw notDeclared(object, `action ${action}`)
+    return perform(operation(this.#env, context), object, handler, params)
   }
 
   // PATCH and tags take no simulated time: they are metadata, done as soon as stored.
   async update(object: XoRecord, patch: Readonly<Record<string, unknown>>): Promise<void> {
-    this.#commit((plan) => patchRecord(plan, object, patch))
+    const setters = settersOf(object.type)
+    if (setters === undefined) throw notDeclared(object, 'PATCH')
+    this.#commit((plan) => patchRecord(plan, object, setters, patch))
   }
 
-  destroy(object: XoRecord, context: OperationContext): Promise<void> {
-    return destroy(operation(this.#env, context), object)
+  async destroy(object: XoRecord, context: OperationContext): Promise<void> {
+    const destroyer = destroyerOf(object.type)
+    if (destroyer === undefined) throw notDeclared(object, 'DELETE')
+    await destroyer(operation(this.#env, context), object)
   }
 
   async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {
-    this.#commit((plan) => setTag(plan, object, tag, present))
+    const type = taggedType(object.type)
+    if (type === undefined) throw notDeclared(object, 'tags')
+    this.#commit((plan) => setTag(plan, object, type, tag, present))
   }
 
   #commit(build: (plan: Plan) => void): void {

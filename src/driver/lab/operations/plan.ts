@@ -37,7 +37,7 @@ interface RecordTypes {
   network: NetworkRecord
   message: MessageRecord
 }
-type LabType = keyof RecordTypes
+export type LabType = keyof RecordTypes
 
 /** A stored record as the lab serves it: deep-frozen, so only read it. */
 export type Frozen<T> = T extends readonly (infer U)[]
