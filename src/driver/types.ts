@@ -1,10 +1,29 @@
 /**
  * The boundary between Keel and the infrastructure it manages. The REST layer
  * sees only this interface; the local lab implements it today and a driver for
- * real hypervisor pools will implement it later.
+ * real hypervisor pools will implement it later. test/driver/conformance.ts
+ * holds every driver to the contract below.
+ *
+ * The contract, and why the service relies on it:
+ * - Records are immutable (deep-frozen): they are handed out without copies,
+ *   to many readers at once.
+ * - A changed record is a new object; an unchanged one keeps its identity,
+ *   across reads and across changes to other records. The JSON cache keys a
+ *   WeakMap on record objects, so identity is what says "still the same text".
+ * - A change is durable before it is published: a client that saw it (or a
+ *   task answer naming it) finds it again after a restart.
+ * - `objectsOfType` order is stable: an updated record keeps its place, a new
+ *   one comes last, and a restart gives the same order, so paging a listing
+ *   with `limit` does not skip or repeat objects.
+ * - A `remove` change carries the last known record, so listeners (caches,
+ *   access checks, event streams) know the type and fields of what went away.
+ * - Semantic failures are KeelErrors with the codes listed at DriverOperations;
+ *   anything else is a bug and becomes a 500.
+ * - A driver serves exactly what `capabilities` declares; the routes offer
+ *   only what both it and the catalogue support, checked at start-up.
  */
 
-/** An infrastructure object as the REST API serves it (XO record shape). */
+/** An infrastructure object as the REST API serves it (XO record shape). Frozen. */
 export interface XoRecord {
   readonly id: string
   readonly type: string
@@ -13,13 +32,16 @@ export interface XoRecord {
 
 export type ChangeKind = 'add' | 'update' | 'remove'
 
+/** One committed, durable change, published after it was stored. */
 export interface ObjectChange {
   readonly kind: ChangeKind
   /** the new record, or for `remove` the last known record */
   readonly object: XoRecord
+  /** the record it replaced (`update`) or that went away (`remove`, the same as `object`) */
   readonly previous?: XoRecord
 }
 
+/** Called synchronously for each change, in commit order. */
 export type ChangeListener = (change: ObjectChange) => void
 
 /** Live figures a real pool reads from its statistics (the lab simulates them). */
@@ -30,11 +52,25 @@ export interface UsageFigures {
   readonly memory?: number
 }
 
+/** What this driver can do; routes and the action catalogue are built from what both it and src/model/operations.ts support. */
+export interface DriverCapabilities {
+  /** action names by object type (`VM` → ['start', 'clean_shutdown', ...]) */
+  readonly actions: Readonly<Record<string, readonly string[]>>
+  /** object types whose records PATCH may change */
+  readonly patch: readonly string[]
+  /** object types DELETE may destroy */
+  readonly destroy: readonly string[]
+  /** object types whose tags may be set */
+  readonly tags: readonly string[]
+}
+
 export interface Driver extends DriverOperations {
-  /** Loads (and on first start seeds) the object index. */
+  /** Fixed for the driver's life: read once at start-up to build the routes. */
+  readonly capabilities: DriverCapabilities
+  /** Brings its own storage up to date, loads (and on first start seeds) the object index. */
   open(): Promise<void>
   close(): Promise<void>
-  /** Every object of one XO type (`VM`, `host`, ...), in a stable order. */
+  /** Every object of one XO type (`VM`, `host`, ...), in a stable order; empty for an unknown type. */
   objectsOfType(type: string): Iterable<XoRecord>
   /** Counts objects of one type without materialising them. */
   countOfType(type: string): number
@@ -42,7 +78,7 @@ export interface Driver extends DriverOperations {
   getObject(id: string): XoRecord | undefined
   /** Current usage of a host or VM at `now` (ms). */
   usage(object: XoRecord, now: number): UsageFigures
-  /** Subscribes to every change; returns the unsubscribe function. */
+  /** Subscribes to every change from now on; returns the unsubscribe function. */
   subscribe(listener: ChangeListener): () => void
 }
 
@@ -63,11 +99,15 @@ export interface Created {
 }
 
 /**
- * The operations a driver carries out. Names and parameters are the REST
- * API's own (src/model/operations.ts), already validated against their
- * schemas, with every referenced object checked to exist. Semantic failures
- * are KeelErrors (INCORRECT_STATE with `{actual, expected}`, INVALID_PARAMETERS,
- * NO_SUCH_OBJECT, ABORTED). Every change is durable before the promise settles.
+ * The operations a driver carries out. Callers only ask for what
+ * `capabilities` declares (a driver may reject anything else with
+ * NO_SUCH_OBJECT). Names and parameters are the REST API's own
+ * (src/model/operations.ts), already validated against their schemas, with
+ * every referenced object checked to exist. Semantic failures are KeelErrors
+ * (INCORRECT_STATE with `{actual, expected}`, INVALID_PARAMETERS,
+ * NO_SUCH_OBJECT, ABORTED). Every change is durable before the promise
+ * settles; an operation that fails or is aborted leaves a consistent state
+ * (what it had committed so far, or what it put back).
  */
 export interface DriverOperations {
   perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined>

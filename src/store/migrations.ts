@@ -37,19 +37,8 @@ export const migrations: readonly string[] = [
   CREATE INDEX tokens_by_user ON tokens(user_id);
   CREATE UNIQUE INDEX tokens_by_client ON tokens(user_id, client_id) WHERE client_id IS NOT NULL;
   `,
-  // 2: the local lab's object index
-  `
-  CREATE TABLE lab_objects (
-    id TEXT PRIMARY KEY,
-    type TEXT NOT NULL,
-    data TEXT NOT NULL
-  );
-  CREATE INDEX lab_objects_by_type ON lab_objects(type);
-  CREATE TABLE lab_meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-  );
-  `,
+  // 2: was the lab's object index; the lab owns its tables now (src/driver/lab/migrations.ts) and adopts these where they exist
+  '',
   // 3: tasks, kept across restarts (pending ones become interrupted)
   `
   CREATE TABLE tasks (

@@ -1,42 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
-import { LabDriver, writeLab } from '../../src/driver/lab/driver.js'
+import { writeLab, type LabDriver } from '../../src/driver/lab/driver.js'
 import type { LabSpec } from '../../src/driver/lab/spec.js'
 import type { ObjectChange, XoRecord } from '../../src/driver/types.js'
 import type { KeelError } from '../../src/errors.js'
-import { openDatabase, type Db } from '../../src/store/database.js'
+import { CREATOR, NOW, openLab as openAnyLab, type Lab, type TestScope } from '../helpers/lab.js'
 
-const NOW = Date.UTC(2025, 0, 15, 12)
-const CREATOR = 'c0ffee00-0000-4000-8000-000000000001'
-
-/** What the helpers need of a test: a place to register cleanup. */
-interface Cleanup {
-  teardown(fn: () => unknown): void
-}
-
-interface Lab {
-  readonly dataDir: string
-  readonly db: Db
-  readonly driver: LabDriver
-}
-
-/** A driver on a fresh data directory, removed when the test ends. */
-async function openLab(t: Cleanup, spec?: LabSpec, dataDir = mkdtempSync(join(tmpdir(), 'keel-'))): Promise<Lab> {
-  const db = openDatabase(dataDir)
-  const driver = new LabDriver(db, { creatorId: CREATOR, clock: () => NOW, ...(spec === undefined ? {} : { spec }) })
-  await driver.open()
-  t.teardown(async () => {
-    await driver.close()
-    db.close()
-  })
-  return { dataDir, db, driver }
-}
-
-function removeLater(t: Cleanup, dataDir: string): void {
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-}
+/** A lab whose clock stands still at NOW; `keep` leaves its data for a reopening. */
+const openLab = (t: TestScope, options: { spec?: LabSpec; dataDir?: string; keep?: boolean } = {}): Promise<Lab> =>
+  openAnyLab(t, { clock: () => NOW, ...options })
 
 const vmNamed = (driver: LabDriver, name: string): XoRecord => {
   const vm = [...driver.objectsOfType('VM')].find((record) => record['name_label'] === name)
@@ -45,8 +16,7 @@ const vmNamed = (driver: LabDriver, name: string): XoRecord => {
 }
 
 t.test('a fresh data directory is seeded with the demo lab', async (t) => {
-  const { dataDir, db, driver } = await openLab(t)
-  removeLater(t, dataDir)
+  const { db, driver } = await openLab(t)
   t.equal(driver.countOfType('host'), 3)
   t.equal(driver.countOfType('VM'), 12)
   t.equal(driver.countOfType('VM-snapshot'), 2)
@@ -69,9 +39,7 @@ t.test('a fresh data directory is seeded with the demo lab', async (t) => {
 })
 
 t.test('a change is durable, replaces the object, and reaches listeners with previous', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'keel-'))
-  removeLater(t, dataDir)
-  const first = await openLab(t, undefined, dataDir)
+  const first = await openLab(t, { keep: true })
   const { driver } = first
   const web = vmNamed(driver, 'web-01')
   const db = vmNamed(driver, 'db-01')
@@ -118,7 +86,7 @@ t.test('a change is durable, replaces the object, and reaches listeners with pre
   await first.driver.close()
   first.db.close()
 
-  const second = await openLab(t, undefined, dataDir)
+  const second = await openLab(t, { dataDir: first.dataDir })
   t.same(second.driver.getObject(web.id), { ...halted, tags: ['quiet'] }, 'the change survived the restart')
   t.equal(second.driver.getObject(db.id), undefined)
   t.same(second.driver.getObject(added.id), added)
@@ -127,8 +95,7 @@ t.test('a change is durable, replaces the object, and reaches listeners with pre
 })
 
 t.test('a bad batch changes nothing', async (t) => {
-  const { dataDir, db, driver } = await openLab(t)
-  removeLater(t, dataDir)
+  const { db, driver } = await openLab(t)
   const web = vmNamed(driver, 'web-01')
   const received: ObjectChange[] = []
   driver.subscribe((change) => received.push(change))
@@ -163,8 +130,7 @@ t.test('a bad batch changes nothing', async (t) => {
 })
 
 t.test('a failing listener does not starve the others nor undo the change', async (t) => {
-  const { dataDir, driver } = await openLab(t)
-  removeLater(t, dataDir)
+  const { driver } = await openLab(t)
   const web = vmNamed(driver, 'web-01')
   let delivered = 0
   driver.subscribe(() => {
@@ -177,9 +143,7 @@ t.test('a failing listener does not starve the others nor undo the change', asyn
 })
 
 t.test('a record that changes type moves to its new collection', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'keel-'))
-  removeLater(t, dataDir)
-  const first = await openLab(t, undefined, dataDir)
+  const first = await openLab(t, { keep: true })
   const staging = vmNamed(first.driver, 'staging-app')
   first.driver.applyChanges([{ kind: 'update', object: { ...staging, type: 'VM-template', isDefaultTemplate: false } }])
   t.equal(first.driver.countOfType('VM'), 11)
@@ -188,20 +152,18 @@ t.test('a record that changes type moves to its new collection', async (t) => {
   t.equal(templates.at(-1), staging.id)
   await first.driver.close()
   first.db.close()
-  const second = await openLab(t, undefined, dataDir)
+  const second = await openLab(t, { dataDir: first.dataDir })
   t.same([...second.driver.objectsOfType('VM-template')].map((record) => record.id), templates)
 })
 
 t.test('an emptied lab stays empty; writeLab replaces the content', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'keel-'))
-  removeLater(t, dataDir)
-  const first = await openLab(t, undefined, dataDir)
+  const first = await openLab(t, { keep: true })
   const all = first.db.prepare('SELECT id, type FROM lab_objects').all() as Array<{ id: string; type: string }>
   first.driver.applyChanges(all.map((object) => ({ kind: 'remove' as const, object })))
   await first.driver.close()
   first.db.close()
 
-  const second = await openLab(t, undefined, dataDir)
+  const second = await openLab(t, { dataDir: first.dataDir })
   t.equal(second.driver.countOfType('VM'), 0, 'not seeded again')
   const pool = { id: 'p', type: 'pool', name_label: 'replacement' }
   writeLab(second.db, [pool], NOW)
@@ -234,8 +196,7 @@ t.test('the driver seeds a given spec instead of the demo', async (t) => {
       },
     ],
   }
-  const { dataDir, driver } = await openLab(t, spec)
-  removeLater(t, dataDir)
+  const { driver } = await openLab(t, { spec })
   t.equal(driver.countOfType('VM'), 1)
   t.same(vmNamed(driver, 'router')['addresses'], { '0/ipv4/0': '192.168.1.100' })
 })

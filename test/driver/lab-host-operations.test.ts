@@ -1,7 +1,8 @@
 import t from 'tap'
 import type { LabDriver } from '../../src/driver/lab/driver.js'
 import type { HostRecord } from '../../src/model/records.js'
-import { act, context, current, failure, field, named, openLab, problems, progressComplete, type Context } from './fixtures/lab.js'
+import { context, openLab, type Context } from '../helpers/lab.js'
+import { act, current, failure, field, named, problems, progressComplete } from './fixtures/lab.js'
 import { crowdedHost, TWO_POOLS } from './fixtures/specs.js'
 
 const hostOf = (driver: LabDriver, id: string): HostRecord => current(driver, id) as unknown as HostRecord

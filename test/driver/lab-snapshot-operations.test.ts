@@ -1,7 +1,8 @@
 import t from 'tap'
 import type { ObjectChange, XoRecord } from '../../src/driver/types.js'
 import type { VdiSnapshotRecord, VmRecord, VmSnapshotRecord } from '../../src/model/records.js'
-import { act, context, current, failure, field, named, NOW, openLab, problems, progressComplete, USER } from './fixtures/lab.js'
+import { context, NOW, openLab, USER } from '../helpers/lab.js'
+import { act, current, failure, field, named, problems, progressComplete } from './fixtures/lab.js'
 import { TWO_POOLS } from './fixtures/specs.js'
 
 const GiB = 2 ** 30

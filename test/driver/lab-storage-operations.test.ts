@@ -1,7 +1,8 @@
 import t from 'tap'
 import type { XoRecord } from '../../src/driver/types.js'
 import type { SrRecord, VdiRecord, VmRecord } from '../../src/model/records.js'
-import { act, context, current, failure, field, named, openLab, problems, progressComplete, USER } from './fixtures/lab.js'
+import { context, openLab, USER } from '../helpers/lab.js'
+import { act, current, failure, field, named, problems, progressComplete } from './fixtures/lab.js'
 import { TWO_POOLS } from './fixtures/specs.js'
 
 const GiB = 2 ** 30

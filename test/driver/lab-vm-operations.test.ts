@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { HostRecord, VmRecord } from '../../src/model/records.js'
-import { act, context, current, failure, field, named, openLab, problems, progressComplete } from './fixtures/lab.js'
+import { context, openLab } from '../helpers/lab.js'
+import { act, current, failure, field, named, problems, progressComplete } from './fixtures/lab.js'
 import { TWO_POOLS } from './fixtures/specs.js'
 
 type State = VmRecord['power_state']

@@ -1,23 +1,23 @@
 import { join } from 'node:path'
-import type { Statement } from 'better-sqlite3'
 import { alreadyExists, noSuchObject } from '../../errors.js'
 import { fixturesDir } from '../../paths.js'
 import type { Db } from '../../store/database.js'
+import { notDeclared } from '../capabilities.js'
 import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, XoRecord } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { expandLab } from './expand.js'
-import { destroy } from './operations/destroy.js'
+import { actionHandler, destroyerOf, labCapabilities, settersOf, taggedType } from './capabilities.js'
 import { perform } from './operations/perform.js'
 import { Plan } from './operations/plan.js'
 import { operation, type LabEnv } from './operations/run.js'
 import { setTag } from './operations/tags.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
+import { LabTable } from './table.js'
+import type { LabChange, LabStore } from './store.js'
 import { labUsage } from './usage.js'
 
 export const DEMO_LAB_FILE = join(fixturesDir, 'demo-lab.json')
-
-const SEEDED_AT = 'seeded_at'
 
 export interface LabDriverOptions {
   /** id of the user recorded as the creator of the seeded VMs */
@@ -31,26 +31,12 @@ export interface LabDriverOptions {
 
 const DEFAULT_STEP_DELAY = 400
 
-export interface LabChange {
-  readonly kind: ChangeKind
-  /** the new record; for `remove`, only its id counts */
-  readonly object: XoRecord
-}
-
 /**
  * Replaces the whole lab content with `records` in one transaction and marks
  * the lab as seeded, so that a lab emptied later is not seeded again.
  */
 export function writeLab(db: Db, records: Iterable<XoRecord>, seededAt: number = Date.now()): void {
-  const insert = db.prepare('INSERT INTO lab_objects (id, type, data) VALUES (?, ?, ?)')
-  const mark = db.prepare(
-    'INSERT INTO lab_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-  )
-  db.transaction(() => {
-    db.prepare('DELETE FROM lab_objects').run()
-    for (const record of records) insert.run(record.id, record.type, JSON.stringify(record))
-    mark.run(SEEDED_AT, String(seededAt))
-  })()
+  new LabTable(db).replaceAll(records, seededAt)
 }
 
 /** A change checked against the current state and ready to persist. */
@@ -69,11 +55,11 @@ interface PlannedChange {
  * and served from memory. Records are deep-frozen snapshots; a change replaces
  * a record with a new object, so object identity tells whether it changed.
  */
-export class LabDriver implements Driver {
+export class LabDriver implements Driver, LabStore {
+  readonly capabilities = labCapabilities
   readonly #db: Db
   readonly #options: LabDriverOptions
-  readonly #upsert: Statement<[string, string, string]>
-  readonly #delete: Statement<[string]>
+  #table: LabTable | undefined
   readonly #objects = new Map<string, XoRecord>()
   /** per type, in a stable order: insertion (rowid) order, kept across updates */
   readonly #byType = new Map<string, Map<string, XoRecord>>()
@@ -84,19 +70,17 @@ export class LabDriver implements Driver {
     this.#db = db
     this.#options = options
     this.#env = { store: this, stepDelay: options.stepDelay ?? DEFAULT_STEP_DELAY, clock: options.clock ?? Date.now }
-    this.#upsert = db.prepare(
-      'INSERT INTO lab_objects (id, type, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET type = excluded.type, data = excluded.data',
-    )
-    this.#delete = db.prepare('DELETE FROM lab_objects WHERE id = ?')
   }
 
+  /** Brings the lab's tables up to date, seeds an empty lab, and loads the records. */
   async open(): Promise<void> {
-    if (this.#needsSeed()) {
+    const table = (this.#table ??= new LabTable(this.#db))
+    if (table.needsSeed()) {
       const now = (this.#options.clock ?? Date.now)()
       const spec = this.#options.spec ?? loadLabSpec(DEMO_LAB_FILE)
-      writeLab(this.#db, expandLab(spec, { creatorId: this.#options.creatorId, now }), now)
+      table.replaceAll(expandLab(spec, { creatorId: this.#options.creatorId, now }), now)
     }
-    this.#load()
+    this.#load(table)
   }
 
   async close(): Promise<void> {
@@ -130,21 +114,29 @@ export class LabDriver implements Driver {
     }
   }
 
-  perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined> {
-    return perform(operation(this.#env, context), object, action, params)
+  async perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined> {
+    const handler = actionHandler(object.type, action)
+    if (handler === undefined) throw notDeclared(object, `action ${action}`)
+    return perform(operation(this.#env, context), object, handler, params)
   }
 
   // PATCH and tags take no simulated time: they are metadata, done as soon as stored.
   async update(object: XoRecord, patch: Readonly<Record<string, unknown>>): Promise<void> {
-    this.#commit((plan) => patchRecord(plan, object, patch))
+    const setters = settersOf(object.type)
+    if (setters === undefined) throw notDeclared(object, 'PATCH')
+    this.#commit((plan) => patchRecord(plan, object, setters, patch))
   }
 
-  destroy(object: XoRecord, context: OperationContext): Promise<void> {
-    return destroy(operation(this.#env, context), object)
+  async destroy(object: XoRecord, context: OperationContext): Promise<void> {
+    const destroyer = destroyerOf(object.type)
+    if (destroyer === undefined) throw notDeclared(object, 'DELETE')
+    await destroyer(operation(this.#env, context), object)
   }
 
   async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {
-    this.#commit((plan) => setTag(plan, object, tag, present))
+    const type = taggedType(object.type)
+    if (type === undefined) throw notDeclared(object, 'tags')
+    this.#commit((plan) => setTag(plan, object, type, tag, present))
   }
 
   #commit(build: (plan: Plan) => void): void {
@@ -162,14 +154,16 @@ export class LabDriver implements Driver {
    */
   applyChanges(changes: readonly LabChange[]): void {
     const planned = this.#plan(changes)
-    this.#db.transaction(() => {
-      for (const { id, object, previous, json } of planned) {
-        // A record changing type moves to the end of its new type's order in memory; deleting
-        // before inserting gives it a new, last rowid so that a restart loads the same order.
-        if (json === undefined || (previous !== undefined && previous.type !== object.type)) this.#delete.run(id)
-        if (json !== undefined) this.#upsert.run(id, object.type, json)
-      }
-    })()
+    // A record changing type moves to the end of its new type's order in memory; the table
+    // writes it anew so that a restart loads the same order.
+    this.#opened().write(
+      planned.map(({ id, object, previous, json }) => ({
+        id,
+        type: object.type,
+        json,
+        retyped: previous !== undefined && previous.type !== object.type,
+      })),
+    )
     for (const change of planned) {
       if (change.kind === 'remove') this.#unindex(change.object)
       else this.#index(change.object, change.previous)
@@ -210,17 +204,15 @@ export class LabDriver implements Driver {
     })
   }
 
-  #needsSeed(): boolean {
-    const seeded = this.#db.prepare('SELECT 1 FROM lab_meta WHERE key = ?').get(SEEDED_AT) !== undefined
-    const empty = this.#db.prepare('SELECT 1 FROM lab_objects LIMIT 1').get() === undefined
-    return empty && !seeded
+  #opened(): LabTable {
+    if (this.#table === undefined) throw new Error('the lab driver is used before open()')
+    return this.#table
   }
 
-  #load(): void {
+  #load(table: LabTable): void {
     this.#objects.clear()
     this.#byType.clear()
-    const rows = this.#db.prepare('SELECT data FROM lab_objects ORDER BY rowid').pluck().iterate() as IterableIterator<string>
-    for (const data of rows) this.#index(deepFreeze(JSON.parse(data) as XoRecord), undefined)
+    for (const data of table.texts()) this.#index(deepFreeze(JSON.parse(data) as XoRecord), undefined)
   }
 
   #index(record: XoRecord, previous: XoRecord | undefined): void {

@@ -10,7 +10,7 @@ import type {
 } from '../../model/records.js'
 import type { OsProfile, SrDriverProfile } from './catalog.js'
 import { LabRandom } from './random.js'
-import { recordBase } from './record-defaults.js'
+import { recordBase, type RecordBase } from './record-defaults.js'
 import type { HostSpec, NetworkSpec, SrSpec, TemplateSpec } from './spec.js'
 
 export interface ExpandOptions {
@@ -22,15 +22,6 @@ export interface ExpandOptions {
 }
 
 export const DEFAULT_SEED = 1
-
-/** The fields every XAPI-backed record starts with. */
-export interface RecordBase {
-  id: string
-  uuid: string
-  $pool: string
-  $poolId: string
-  _xapiRef: string
-}
 
 /** State shared by the whole expansion: randomness, clock and the output. */
 export class ExpandContext {

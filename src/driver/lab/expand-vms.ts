@@ -9,8 +9,8 @@ import type {
 } from '../../model/records.js'
 import { GUEST_BIOS_STRINGS, OS_PROFILES, type OsProfile } from './catalog.js'
 import { addVbd, addVdi, addVdiSnapshot, addVif, allocateAddress } from './expand-devices.js'
-import type { ExpandContext, NetworkEntry, PoolScope, RecordBase, SrEntry, TemplateEntry } from './expand-context.js'
-import { vmLinkDefaults } from './record-defaults.js'
+import type { ExpandContext, NetworkEntry, PoolScope, SrEntry, TemplateEntry } from './expand-context.js'
+import { vmLinkDefaults, type RecordBase } from './record-defaults.js'
 import type { HostSpec, TemplateSpec, VmSpec } from './spec.js'
 import { GiB, MiB, parseAge, parseSize } from './units.js'
 

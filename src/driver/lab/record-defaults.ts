@@ -5,7 +5,15 @@
  */
 
 import type { VdiRecord, VmRecord } from '../../model/records.js'
-import type { RecordBase } from './expand-context.js'
+
+/** The fields every XAPI-backed record starts with. */
+export interface RecordBase {
+  id: string
+  uuid: string
+  $pool: string
+  $poolId: string
+  _xapiRef: string
+}
 
 /** The identity of an XAPI object: its uuid, its id (the uuid unless given), its pool and its XAPI ref. */
 export const recordBase = (uuid: string, poolId: string, id: string = uuid): RecordBase => ({

@@ -8,7 +8,7 @@ import { snapshotActions } from './snapshot.js'
 import { srActions, vdiActions } from './storage.js'
 
 /** The lab's implementation of each action of src/model/operations.ts, by type then name. */
-const handlers: Readonly<Record<string, Readonly<Record<string, ActionHandler>>>> = {
+export const actionHandlers: Readonly<Record<string, Readonly<Record<string, ActionHandler>>>> = {
   VM: { ...powerActions, ...snapshotActions },
   host: hostActions,
   pool: poolActions,
@@ -16,10 +16,8 @@ const handlers: Readonly<Record<string, Readonly<Record<string, ActionHandler>>>
   VDI: vdiActions,
 }
 
-export async function perform(op: Operation, object: XoRecord, action: string, params: Params): Promise<Created | undefined> {
-  const ofType = handlers[object.type]
-  const handler = ofType !== undefined && Object.hasOwn(ofType, action) ? ofType[action] : undefined
-  if (handler === undefined) throw new Error(`the lab has no action ${action} on ${object.type}`)
+/** Runs one action (found through lab/capabilities.ts) and completes its progress. */
+export async function perform(op: Operation, object: XoRecord, handler: ActionHandler, params: Params): Promise<Created | undefined> {
   const created = await handler(op, object, params)
   op.progress.set(1)
   return created

@@ -17,14 +17,7 @@ import type {
   VmTemplateRecord,
 } from '../../../model/records.js'
 import type { XoRecord } from '../../types.js'
-import type { LabChange } from '../driver.js'
-
-/** What operations need of the lab: reading the current records and committing a batch. */
-export interface LabStore {
-  getObject(id: string): XoRecord | undefined
-  objectsOfType(type: string): Iterable<XoRecord>
-  applyChanges(changes: readonly LabChange[]): void
-}
+import type { LabChange, LabStore } from '../store.js'
 
 /** The record shape of each type operations touch. */
 interface RecordTypes {
@@ -44,7 +37,7 @@ interface RecordTypes {
   network: NetworkRecord
   message: MessageRecord
 }
-type LabType = keyof RecordTypes
+export type LabType = keyof RecordTypes
 
 /** A stored record as the lab serves it: deep-frozen, so only read it. */
 export type Frozen<T> = T extends readonly (infer U)[]

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { aborted } from '../../../errors.js'
 import type { OperationContext } from '../../types.js'
-import { Plan, type LabStore } from './plan.js'
+import type { LabStore } from '../store.js'
+import { Plan } from './plan.js'
 
 /** What every operation of the lab works with. */
 export interface LabEnv {

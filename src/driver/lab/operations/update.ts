@@ -13,6 +13,9 @@ import { accountDisk, freeSpace, isThick } from './sr-usage.js'
  */
 type Setter = (plan: Plan, id: string, value: unknown) => string | undefined
 
+/** The fields PATCH may change on one type, by name. */
+export type Setters = Readonly<Record<string, Setter>>
+
 const isString = (value: unknown): value is string => typeof value === 'string'
 const isInteger = (value: unknown): value is number => Number.isSafeInteger(value)
 const isStringArray = (value: unknown): value is string[] => Array.isArray(value) && value.every(isString)
@@ -65,7 +68,7 @@ function setMemory(plan: Plan, id: string, value: unknown): string | undefined {
 
 const HA_MODES: ReadonlyArray<VmRecord['high_availability']> = ['', 'restart', 'best-effort']
 
-const vmSetters: Readonly<Record<string, Setter>> = {
+const vmSetters: Setters = {
   nameLabel: text((plan, id, value) => (plan.edit(id, 'VM').name_label = value), 1),
   nameDescription: text((plan, id, value) => (plan.edit(id, 'VM').name_description = value)),
   cpus: setCpus,
@@ -119,7 +122,7 @@ function growDisk(plan: Plan, id: string, value: unknown): string | undefined {
   return undefined
 }
 
-const vdiSetters: Readonly<Record<string, Setter>> = {
+const vdiSetters: Setters = {
   name_label: text((plan, id, value) => (plan.edit(id, 'VDI').name_label = value), 1),
   name_description: text((plan, id, value) => (plan.edit(id, 'VDI').name_description = value)),
   size: growDisk,
@@ -127,7 +130,7 @@ const vdiSetters: Readonly<Record<string, Setter>> = {
 
 const LOCKING_MODES: ReadonlyArray<VifRecord['lockingMode']> = ['network_default', 'locked', 'unlocked', 'disabled']
 
-const vifSetters: Readonly<Record<string, Setter>> = {
+const vifSetters: Setters = {
   lockingMode: (plan, id, value) => {
     const mode = LOCKING_MODES.find((candidate) => candidate === value)
     if (mode === undefined) return `must be one of ${LOCKING_MODES.join(', ')}`
@@ -159,12 +162,13 @@ const vifSetters: Readonly<Record<string, Setter>> = {
 }
 
 type Named = 'network' | 'SR' | 'host' | 'pool'
-const nameSetters = (type: Named): Readonly<Record<string, Setter>> => ({
+const nameSetters = (type: Named): Setters => ({
   name_label: text((plan, id, value) => (plan.edit(id, type).name_label = value), 1),
   name_description: text((plan, id, value) => (plan.edit(id, type).name_description = value)),
 })
 
-const settersByType: Readonly<Record<string, Readonly<Record<string, Setter>>>> = {
+/** The lab's PATCH, by type. */
+export const settersByType: Readonly<Record<string, Setters>> = {
   VM: vmSetters,
   VDI: vdiSetters,
   VIF: vifSetters,
@@ -174,10 +178,8 @@ const settersByType: Readonly<Record<string, Readonly<Record<string, Setter>>>> 
   pool: nameSetters('pool'),
 }
 
-/** Applies `patch` to the plan, every field or none. */
-export function patchRecord(plan: Plan, object: XoRecord, patch: Readonly<Record<string, unknown>>): void {
-  const setters = settersByType[object.type]
-  if (setters === undefined) throw new Error(`the lab cannot update a ${object.type}`)
+/** Applies `patch` to the plan with the setters of the object's type, every field or none. */
+export function patchRecord(plan: Plan, object: XoRecord, setters: Setters, patch: Readonly<Record<string, unknown>>): void {
   const errors: Array<{ path: string; message: string }> = []
   for (const [field, value] of Object.entries(patch)) {
     const setter = Object.hasOwn(setters, field) ? setters[field] : undefined
