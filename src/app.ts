@@ -24,7 +24,9 @@ import { Directory } from './auth/users.js'
 import type { Config } from './config/config.js'
 import { LabDriver } from './driver/lab/driver.js'
 import type { LabSpec } from './driver/lab/spec.js'
+import { checkCapabilities } from './driver/capabilities.js'
 import type { Driver } from './driver/types.js'
+import { actionsByType, deletableTypes, patchByType, taggableTypes } from './model/operations.js'
 import { EventBus } from './events/bus.js'
 import { Versions } from './events/versions.js'
 import { JsonCache } from './http/json-cache.js'
@@ -47,6 +49,8 @@ export interface AppOptions {
   readonly labSpec?: LabSpec
   /** routes added beside Keel's own (extensions, and tests of the HTTP layer) */
   readonly extraRoutes?: readonly RouteDef[]
+  /** wraps the embedded lab driver (drivers under test, instrumentation) */
+  readonly wrapDriver?: (lab: Driver) => Driver
 }
 
 export interface App {
@@ -103,11 +107,18 @@ export async function createApp(options: AppOptions): Promise<App> {
   const adminId = await ensureAdministrator(directory, options, log)
   const tokens = new TokenStore(db, loadClientKey(options.dataDir), clock)
   tokens.pruneExpired()
-  const driver = new LabDriver(db, {
+  const lab = new LabDriver(db, {
     creatorId: adminId,
     clock,
     stepDelay: options.config.lab.stepDelay,
     ...(options.labSpec === undefined ? {} : { spec: options.labSpec }),
+  })
+  const driver = options.wrapDriver?.(lab) ?? lab
+  checkCapabilities(driver.capabilities, {
+    actionsByType,
+    patchTypes: Object.keys(patchByType),
+    deletableTypes,
+    taggableTypes,
   })
   await driver.open()
   const unsubscribeDriver = driver.subscribe((change) => bus.publish(change))

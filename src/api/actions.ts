@@ -33,9 +33,10 @@ const SyncQuery = Type.Object({
 
 const TaskAccepted = Type.Object({ taskId: Type.String() }, { $id: 'TaskAccepted' })
 
-/** The bindings of the driver's actions for one source. */
+/** The bindings of the actions both the catalogue and the driver have, for one source. */
 export function driverActions(source: CollectionSource, driver: Driver): ActionBinding[] {
-  return (actionsByType[source.type] ?? []).map((spec) => ({
+  const supported = driver.capabilities.actions[source.type] ?? []
+  return (actionsByType[source.type] ?? []).filter((spec) => supported.includes(spec.name)).map((spec) => ({
     spec,
     run: (object, params, context) => driver.perform(object, spec.name, params, context),
   }))

@@ -18,7 +18,8 @@ const immediate = (userId: string): OperationContext => ({ signal: new AbortCont
 export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef[] {
   const routes: RouteDef[] = []
   const path = `${BASE}/${source.name}/:id`
-  const patch = patchByType[source.type]
+  const { capabilities } = driver
+  const patch = capabilities.patch.includes(source.type) ? patchByType[source.type] : undefined
   if (patch !== undefined) {
     routes.push(
       defineRoute({
@@ -41,7 +42,7 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
       }),
     )
   }
-  if (deletableTypes.includes(source.type)) {
+  if (deletableTypes.includes(source.type) && capabilities.destroy.includes(source.type)) {
     routes.push(
       defineRoute({
         method: 'DELETE',
@@ -59,7 +60,7 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
       }),
     )
   }
-  if (taggableTypes.includes(source.type)) {
+  if (taggableTypes.includes(source.type) && capabilities.tags.includes(source.type)) {
     for (const method of ['PUT', 'DELETE'] as const) {
       routes.push(
         defineRoute({

@@ -1,4 +1,5 @@
 import t from 'tap'
+import type { Driver } from '../../src/driver/types.js'
 import { demoIds } from '../helpers/demo-lab.js'
 import { jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
@@ -275,4 +276,29 @@ t.test('host, pool, SR and VDI actions', async (t) => {
     const running = (await server.json<string[]>('/rest/v0/vms?filter=power_state:Running')).body
     t.same(running, [])
   })
+})
+
+/** The lab driver declaring other capabilities; everything else is the lab's own. */
+const declaring =
+  (change: (capabilities: Driver['capabilities']) => Driver['capabilities']) =>
+  (lab: Driver): Driver =>
+    new Proxy(lab, {
+      get: (target, key) => {
+        if (key === 'capabilities') return change(target.capabilities)
+        const value: unknown = Reflect.get(target, key, target)
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
+      },
+    })
+
+t.test('routes follow what the driver declares; a declaration the catalogue does not know stops the start', async (t) => {
+  const fewer = declaring((capabilities) => ({ ...capabilities, actions: { ...capabilities.actions, VM: ['start'] }, tags: [] }))
+  const server = await startServer({ app: { wrapDriver: fewer } })
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  t.same((await server.json(`/rest/v0/vms/${demo.runningVm}/actions`)).body, ['start'])
+  t.equal((await act(server, `/rest/v0/vms/${demo.runningVm}/actions/clean_shutdown`)).status, 404)
+  t.equal((await server.request(`/rest/v0/vms/${demo.runningVm}/tags/x`, { method: 'PUT' })).status, 404)
+
+  const unknown = declaring((capabilities) => ({ ...capabilities, actions: { ...capabilities.actions, VM: ['start', 'teleport'] } }))
+  await t.rejects(startServer({ app: { wrapDriver: unknown } }), /action teleport on VM: not in the catalogue/)
 })
