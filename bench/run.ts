@@ -8,6 +8,7 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { packageRoot } from '../src/paths.js'
+import { aclBench } from './acl.js'
 import { serializationBench } from './serialize.js'
 import type { XoRecord } from '../src/driver/types.js'
 
@@ -88,6 +89,9 @@ async function main(): Promise<void> {
     }
     process.stdout.write('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | errors |\n|---|---|---|---|---|---|---|\n')
     process.stdout.write(rows.join('\n') + '\n\n')
+
+    process.stdout.write('Access control: 50 selector privileges (50 connections, same listing):\n\n')
+    process.stdout.write((await aclBench(keel.url, headers, load)) + '\n')
 
     const vms = all.map(({ href: _href, ...record }) => record as XoRecord)
     process.stdout.write(`Serialization of all ${vms.length} VMs (µs per listing, in-process):\n\n| method | µs/op |\n|---|---|\n`)

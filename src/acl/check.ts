@@ -22,11 +22,11 @@ export function requirePrivilege(principal: Principal, resource: string, action:
   }
 }
 
-/** The objects of a resource the caller may read, or undefined when they may read them all. */
-export function readableBy(principal: Principal, resource: string | undefined): ((object: unknown) => boolean) | undefined {
+/** The records of a resource the caller may read, or undefined when they may read them all. */
+export function readableBy(principal: Principal, resource: string | undefined): ((record: object) => boolean) | undefined {
   const privileges = principal.privileges
   if (isAdmin(principal) || resource === undefined || privileges === undefined) return undefined
-  return (object) => privileges.allows(resource, 'read', object)
+  return privileges.predicate(resource, 'read')
 }
 
 /** A change of some fields needs `update:<field>` for each field sent; all are checked, all missing are named. */

@@ -51,6 +51,7 @@ let serial = 0
 
 export class PrivilegeSet {
   readonly #byResource = new Map<string, Rule[]>()
+  readonly #predicates = new Map<string, (object: object) => boolean>()
   /** tells this set from every other in this process: what was derived from one set (a listing) belongs to it alone */
   readonly key = `scope-${++serial}`
 
@@ -71,6 +72,30 @@ export class PrivilegeSet {
       allowed = true
     }
     return allowed
+  }
+
+  /**
+   * `allows` for one resource and action as a predicate over records, each
+   * decision kept for as long as the record object lives: records are
+   * immutable and so is this set, so a listing repeated before either changes
+   * evaluates no selector again.
+   */
+  predicate(resource: string, action: string): (object: object) => boolean {
+    const key = `${resource}\0${action}`
+    let predicate = this.#predicates.get(key)
+    if (predicate === undefined) {
+      const decisions = new WeakMap<object, boolean>()
+      predicate = (object) => {
+        let allowed = decisions.get(object)
+        if (allowed === undefined) {
+          allowed = this.allows(resource, action, object)
+          decisions.set(object, allowed)
+        }
+        return allowed
+      }
+      this.#predicates.set(key, predicate)
+    }
+    return predicate
   }
 
   /** The same decision, with the privileges that made it (for access reviews). */
