@@ -29,6 +29,46 @@ const Label = Type.String({ minLength: 1, maxLength: 255 })
 
 const simple = (name: string, privilege: string, summary: string): ActionSpec => ({ name, privilege, summary, params: none })
 
+/** The parameters of `create_vm`, exported so that drivers implementing it take their type from here. */
+export const CreateVmParams = Type.Object(
+  {
+    name_label: Label,
+    template: Id('VM template id'),
+    name_description: Type.Optional(Type.String({ maxLength: 1024 })),
+    cpus: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
+    memory: Type.Optional(Type.Integer({ minimum: 16 * 1024 * 1024, description: 'bytes' })),
+    auto_poweron: Type.Optional(Type.Boolean()),
+    boot: Type.Optional(Type.Boolean({ description: 'start the VM once created' })),
+    vdis: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            name_label: Label,
+            size: Type.Integer({ minimum: 1, description: 'bytes' }),
+            sr: Type.Optional(Id('SR to create the disk on (default: the pool default SR)')),
+            name_description: Type.Optional(Type.String({ maxLength: 1024 })),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 16 },
+      ),
+    ),
+    vifs: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            network: Id('network id'),
+            mac: Type.Optional(Type.String({ pattern: '^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$' })),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 8 },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+)
+
 export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
   VM: [
     {
@@ -89,41 +129,7 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
       name: 'create_vm',
       privilege: 'create:vm',
       summary: 'Create a VM from a template, with its disks and network interfaces',
-      params: params({
-        name_label: Label,
-        template: Id('VM template id'),
-        name_description: Type.Optional(Type.String({ maxLength: 1024 })),
-        cpus: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
-        memory: Type.Optional(Type.Integer({ minimum: 16 * 1024 * 1024, description: 'bytes' })),
-        auto_poweron: Type.Optional(Type.Boolean()),
-        boot: Type.Optional(Type.Boolean({ description: 'start the VM once created' })),
-        vdis: Type.Optional(
-          Type.Array(
-            Type.Object(
-              {
-                name_label: Label,
-                size: Type.Integer({ minimum: 1, description: 'bytes' }),
-                sr: Type.Optional(Id('SR to create the disk on (default: the pool default SR)')),
-                name_description: Type.Optional(Type.String({ maxLength: 1024 })),
-              },
-              { additionalProperties: false },
-            ),
-            { maxItems: 16 },
-          ),
-        ),
-        vifs: Type.Optional(
-          Type.Array(
-            Type.Object(
-              {
-                network: Id('network id'),
-                mac: Type.Optional(Type.String({ pattern: '^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$' })),
-              },
-              { additionalProperties: false },
-            ),
-            { maxItems: 8 },
-          ),
-        ),
-      }),
+      params: CreateVmParams,
       refs: { template: 'VM-template', 'vdis[].sr': 'SR', 'vifs[].network': 'network' },
       refPrivileges: { template: 'instantiate' },
       creates: 'VM',

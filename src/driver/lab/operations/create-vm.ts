@@ -1,6 +1,7 @@
+import type { Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { invalidParameters, noSuchObject, type KeelError } from '../../../errors.js'
-import { actionsByType } from '../../../model/operations.js'
+import { CreateVmParams as CreateVmParamsSchema } from '../../../model/operations.js'
 import type { SrRecord, VmRecord, VmTemplateRecord } from '../../../model/records.js'
 import { GUEST_BIOS_STRINGS } from '../catalog.js'
 import { vmLinkDefaults } from '../record-defaults.js'
@@ -12,26 +13,13 @@ import { runTransition, transit, transitionSteps } from './power.js'
 import { preview, Run } from './run.js'
 import { freeSpace } from './sr-usage.js'
 
-interface CreateVmParams {
-  readonly name_label: string
-  readonly template: string
-  readonly name_description?: string
-  readonly cpus?: number
-  readonly memory?: number
-  readonly auto_poweron?: boolean
-  readonly boot?: boolean
-  readonly vdis?: ReadonlyArray<{ name_label: string; size: number; sr?: string; name_description?: string }>
-  readonly vifs?: ReadonlyArray<{ network: string; mac?: string }>
-}
-
-const schema = actionsByType['pool']?.find((action) => action.name === 'create_vm')?.params
+type CreateVmParams = Static<typeof CreateVmParamsSchema>
 
 /** The REST layer has validated them; this keeps a direct caller from getting past with a wrong shape. */
 function parseParams(params: Params): CreateVmParams {
-  if (schema === undefined) throw new Error('the pool create_vm action has no parameter schema')
-  if (Value.Check(schema, params)) return params as unknown as CreateVmParams
+  if (Value.Check(CreateVmParamsSchema, params)) return params
   throw invalidParameters(
-    [...Value.Errors(schema, params)].slice(0, 10).map((error) => ({ path: `body${error.path.replaceAll('/', '.')}`, message: error.message })),
+    [...Value.Errors(CreateVmParamsSchema, params)].slice(0, 10).map((error) => ({ path: `body${error.path.replaceAll('/', '.')}`, message: error.message })),
   )
 }
 
