@@ -13,8 +13,8 @@
  * - A change is durable before it is published: a client that saw it (or a
  *   task answer naming it) finds it again after a restart.
  * - `objectsOfType` order is stable: an updated record keeps its place, a new
- *   one comes last, and a restart gives the same order, so paging a listing
- *   with `limit` does not skip or repeat objects.
+ *   one comes last, and a restart gives the same order, so a listing with
+ *   `limit` gives the same first objects each time.
  * - A `remove` change carries the last known record, so listeners (caches,
  *   access checks, event streams) know the type and fields of what went away.
  * - Semantic failures are KeelErrors with the codes listed at DriverOperations;

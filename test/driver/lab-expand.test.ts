@@ -11,7 +11,12 @@ const CREATOR = '2a4e1b0c-5d6f-4a7b-8c9d-0e1f2a3b4c5d'
 const spec = loadLabSpec(DEMO_LAB_FILE)
 const records = expandLab(spec, { creatorId: CREATOR, now: NOW })
 const byId = new Map(records.map((record) => [record.id, record]))
-const ofType = <T = XoRecord>(type: string): T[] => records.filter((record) => record.type === type) as T[]
+/** Every record of a type; never empty, so that a loop over it always asserts something. */
+function ofType<T = XoRecord>(type: string): T[] {
+  const found = records.filter((record) => record.type === type)
+  if (found.length === 0) throw new Error(`the demo lab has no ${type}`)
+  return found as T[]
+}
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
 t.test('the demo lab has the promised objects', async (t) => {

@@ -33,7 +33,9 @@ t.test('generated specs are valid, varied and reproducible', async (t) => {
 
   const records = expandLab(spec, { creatorId: 'admin', now: NOW })
   t.same(linkProblems(records), [])
-  for (const host of records.filter((record): record is HostRecord => record.type === 'host')) {
+  const hosts = records.filter((record): record is HostRecord => record.type === 'host')
+  t.equal(hosts.length, 7)
+  for (const host of hosts) {
     t.ok(host.memory.usage <= host.memory.size, `${host.name_label} is not overcommitted`)
   }
 })

@@ -146,6 +146,7 @@ t.test('rolling_reboot reboots each host in turn, master first; VMs on local sto
   const pool = [...driver.objectsOfType('pool')][0]
   if (pool === undefined) throw new Error('demo pool')
   const live = [...driver.objectsOfType('VM')].filter((vm) => vm['power_state'] === 'Running' || vm['power_state'] === 'Paused')
+  t.ok(live.length > 0, 'some VMs are live')
   const pinned = ['db-01', 'mail-01'].map((name) => named(driver, 'VM', name))
   const seen: string[] = []
   const ctx = checkingContext(driver, seen)

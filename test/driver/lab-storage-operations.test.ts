@@ -121,6 +121,7 @@ t.test('VDI migrate: a new id on the new SR, drives and snapshots follow, SR fig
   const web = named(driver, 'VM', 'web-02')
   const [disk] = disksOf((id) => current(driver, id), vmOf(web))
   if (disk === undefined) throw new Error('web-02 disk')
+  t.ok(disk.snapshots.length > 0, 'the disk has snapshots to follow it')
   const nfs = srOf(named(driver, 'SR', 'NFS shared storage'))
   const local = srOf(named(driver, 'SR', 'Local storage (xcp-ng-02)'))
   const ctx = context()

@@ -13,8 +13,8 @@ import { operation, type LabEnv } from './operations/run.js'
 import { setTag } from './operations/tags.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
-import { LabTable } from './table.js'
 import type { LabChange, LabStore } from './store.js'
+import { LabTable } from './table.js'
 import { labUsage } from './usage.js'
 
 export const DEMO_LAB_FILE = join(fixturesDir, 'demo-lab.json')

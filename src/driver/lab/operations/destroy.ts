@@ -1,5 +1,5 @@
 import type { XoRecord } from '../../types.js'
-import type { Plan } from './plan.js'
+import type { LabType, Plan } from './plan.js'
 import { runTransition, transit, transitionSteps } from './power.js'
 import { removeDisk, removeNetwork, removeVm, removeVmSnapshot } from './removal.js'
 import { preview, Run, type Operation } from './run.js'
@@ -28,10 +28,10 @@ const removal =
   }
 
 /** The lab's DELETE, by type. */
-export const destroyers: Readonly<Record<string, Destroyer>> = {
+export const destroyers = {
   VM: destroyVm,
   'VM-snapshot': removal(removeVmSnapshot),
   VDI: removal(removeDisk),
   'VDI-snapshot': removal(removeDisk),
   network: removal(removeNetwork),
-}
+} as const satisfies Partial<Record<LabType, Destroyer>>

@@ -1,6 +1,7 @@
 import type { Created, XoRecord } from '../../types.js'
 import { hostActions } from './host.js'
 import type { ActionHandler, Params } from './params.js'
+import type { LabType } from './plan.js'
 import { poolActions } from './pool.js'
 import { powerActions } from './power.js'
 import type { Operation } from './run.js'
@@ -8,13 +9,13 @@ import { snapshotActions } from './snapshot.js'
 import { srActions, vdiActions } from './storage.js'
 
 /** The lab's implementation of each action of src/model/operations.ts, by type then name. */
-export const actionHandlers: Readonly<Record<string, Readonly<Record<string, ActionHandler>>>> = {
+export const actionHandlers = {
   VM: { ...powerActions, ...snapshotActions },
   host: hostActions,
   pool: poolActions,
   SR: srActions,
   VDI: vdiActions,
-}
+} as const satisfies Partial<Record<LabType, Readonly<Record<string, ActionHandler>>>>
 
 /** Runs one action (found through lab/capabilities.ts) and completes its progress. */
 export async function perform(op: Operation, object: XoRecord, handler: ActionHandler, params: Params): Promise<Created | undefined> {

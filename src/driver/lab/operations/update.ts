@@ -2,7 +2,7 @@ import { invalidParameters } from '../../../errors.js'
 import type { VifRecord, VmRecord } from '../../../model/records.js'
 import type { XoRecord } from '../../types.js'
 import { freeMemory, refreshHostMemory, requirePowerState } from './guest.js'
-import type { Plan } from './plan.js'
+import type { LabType, Plan } from './plan.js'
 import { accountDisk, freeSpace, isThick } from './sr-usage.js'
 
 /**
@@ -168,7 +168,7 @@ const nameSetters = (type: Named): Setters => ({
 })
 
 /** The lab's PATCH, by type. */
-export const settersByType: Readonly<Record<string, Setters>> = {
+export const settersByType = {
   VM: vmSetters,
   VDI: vdiSetters,
   VIF: vifSetters,
@@ -176,7 +176,7 @@ export const settersByType: Readonly<Record<string, Setters>> = {
   SR: nameSetters('SR'),
   host: nameSetters('host'),
   pool: nameSetters('pool'),
-}
+} as const satisfies Partial<Record<LabType, Setters>>
 
 /** Applies `patch` to the plan with the setters of the object's type, every field or none. */
 export function patchRecord(plan: Plan, object: XoRecord, setters: Setters, patch: Readonly<Record<string, unknown>>): void {
