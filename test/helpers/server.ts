@@ -86,19 +86,3 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
 export function jsonBody(value: unknown, method = 'POST'): RequestInit {
   return { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(value) }
 }
-
-/** Ids of the demo lab (fixtures/demo-lab.json, seed 1), pinned by test/driver. */
-export const demo = {
-  pool: '00ae6e8b-ddef-41b0-94b6-97124b2d6e63',
-  master: '584d2b80-466d-47d0-b653-93212fcf0256',
-  host2: '5b58252d-bd00-452e-ab71-c6cd65bfc8da',
-  host3: '358ec160-c443-45cb-8089-977c0c9d116e',
-  runningVm: '77a24872-31be-4503-b540-0908da76e3dd',
-  snapshottedVm: '260d67ad-7c9c-472c-b94f-82feba43ed6d',
-  haltedVm: '40def2d2-8f4a-44c1-879a-bae013aea30e',
-  localHaltedVm: '8531f279-e192-4798-99ea-ba72576a7bc8',
-  pausedVm: '5b263854-0699-4f20-93f2-6fce1a4f3472',
-  suspendedVm: 'f95bc0a3-54e4-4a4d-899b-85e6752ae46b',
-  defaultSr: 'd6b802dc-85d6-409e-a048-690abe38970d',
-  template: '00ae6e8b-ddef-41b0-94b6-97124b2d6e63-ed5c6439-02ce-4122-a098-acad29cd6636',
-} as const
