@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { packageRoot } from '../src/paths.js'
 import { aclBench } from './acl.js'
+import { filterBench } from './filter.js'
 import { serializationBench } from './serialize.js'
 import type { XoRecord } from '../src/driver/types.js'
 
@@ -94,6 +95,7 @@ async function main(): Promise<void> {
     process.stdout.write((await aclBench(keel.url, headers, load)) + '\n')
 
     const vms = all.map(({ href: _href, ...record }) => record as XoRecord)
+    process.stdout.write('Filter limits (in process):\n\n' + filterBench(vms) + '\n')
     process.stdout.write(`Serialization of all ${vms.length} VMs (µs per listing, in-process):\n\n| method | µs/op |\n|---|---|\n`)
     for (const result of serializationBench(vms)) process.stdout.write(`| ${result.name} | ${result.microsPerOp.toFixed(0)} |\n`)
   } finally {

@@ -4,7 +4,7 @@ import type { Directory } from '../auth/users.js'
 import type { EventBus } from '../events/bus.js'
 import { keepIfEqual, publishDiff } from '../events/diff.js'
 import { KeelError, forbidden, invalidParameters, noSuchObject } from '../errors.js'
-import { parseFilter } from '../filter/index.js'
+import { compileFilter } from '../filter/index.js'
 import type {
   AclAuditSchema,
   AclPrivilegeSchema,
@@ -408,7 +408,7 @@ export class AccessControl {
   }
 }
 
-/** A privilege names a known resource, an action that resource has, and a selector that parses: else 422. */
+/** A privilege names a known resource, an action that resource has, and a selector that parses within the filter limits: else 422. */
 export function checkPrivilege(resource: string, action: string, selector: string | undefined): void {
   if (!isGrantableAction(resource, '*')) {
     throw invalidParameters([{ path: 'body.resource', message: `is not a resource of the catalogue: ${resource}` }])
@@ -418,7 +418,7 @@ export function checkPrivilege(resource: string, action: string, selector: strin
   }
   if (selector === undefined) return
   try {
-    parseFilter(selector)
+    compileFilter(selector)
   } catch (error) {
     throw invalidParameters([{ path: 'body.selector', message: error instanceof Error ? error.message : 'does not parse' }])
   }

@@ -4,12 +4,13 @@ import { KeelError } from '../errors.js'
 export class FilterSyntaxError extends KeelError {
   readonly position: number
 
-  constructor(source: string, position: number, expected: string, options?: { cause?: unknown }) {
+  constructor(source: string, position: number, expected: string, options?: { cause?: unknown; data?: Record<string, unknown> }) {
+    const reason = options?.data?.['reason']
     super(
       'FILTER_PARSE_ERROR',
-      `parse error: expected ${expected} at position ${position}`,
-      { stringToParse: source, position },
-      options,
+      `parse error: expected ${expected} at position ${position}${typeof reason === 'string' ? ` (${reason})` : ''}`,
+      { stringToParse: source, position, ...options?.data },
+      options?.cause === undefined ? undefined : { cause: options.cause },
     )
     this.name = 'FilterSyntaxError'
     this.position = position

@@ -1,12 +1,15 @@
 import type { ComparisonNode, FilterNode } from './ast.js'
+import { checkFilterCost } from './cost.js'
 import { parseFilter } from './parse.js'
-import { regExpOf } from './regexp.js'
+import { linearRegExp, regExpOf } from './regexp.js'
 
 export type FilterPredicate = (value: unknown) => boolean
 
-/** Parses once and returns a predicate whose needles and regexps are prepared up front. */
+/** Parses once, refuses what would cost too much, and returns a predicate whose needles and regexps are prepared up front. */
 export function compileFilter(source: string): FilterPredicate {
-  return compileNode(parseFilter(source))
+  const node = parseFilter(source)
+  checkFilterCost(node)
+  return compileNode(node)
 }
 
 // Nodes are immutable data, so a node's predicate can be built once and reused
@@ -91,7 +94,7 @@ function regExpPredicate(re: RegExp): FilterPredicate {
  */
 function globToRegExp(pattern: string): RegExp {
   const parts = pattern.split('*').filter((part) => part !== '')
-  return new RegExp(parts.map(escapeRegExp).join('.*'), 'i')
+  return linearRegExp(parts.map(escapeRegExp).join('.*'), 'i')
 }
 
 function escapeRegExp(text: string): string {

@@ -1,5 +1,6 @@
 import type { ComparisonOperator, FilterNode } from './ast.js'
 import { isGlobChar, isNumericToken, isRawChar } from './chars.js'
+import { filterTooComplex, MAX_FILTER_LENGTH } from './cost.js'
 import { FilterSyntaxError } from './errors.js'
 import { regExpOf } from './regexp.js'
 
@@ -23,6 +24,12 @@ const REGEXP_FLAG_LIKE = /^[A-Za-z]$/
  * character (XO's scanner took `/a\\/` as unterminated and `/\/` as complete).
  */
 export function parseFilter(source: string): FilterNode {
+  if (source.length > MAX_FILTER_LENGTH) {
+    throw filterTooComplex(`it is ${source.length} characters long where ${MAX_FILTER_LENGTH} are allowed`, {
+      limit: MAX_FILTER_LENGTH,
+      actual: source.length,
+    })
+  }
   return new Parser(source).parseQuery()
 }
 
@@ -45,7 +52,9 @@ class Parser {
 
   /** `expected` describes what the caller accepts here, for the error message. */
   #parseTerm(depth: number, expected: string): FilterNode {
-    if (depth > MAX_NESTING_DEPTH) throw this.#error(`at most ${MAX_NESTING_DEPTH} levels of nesting`)
+    if (depth > MAX_NESTING_DEPTH) {
+      throw new FilterSyntaxError(this.#source, this.#pos, `at most ${MAX_NESTING_DEPTH} levels of nesting`, { data: { limit: MAX_NESTING_DEPTH } })
+    }
     const node = this.#parseTermBody(depth, expected)
     this.#skipWhitespace()
     return node
@@ -186,7 +195,9 @@ class Parser {
     try {
       regExpOf(node)
     } catch (cause) {
-      throw new FilterSyntaxError(source, start, 'a valid regexp', { cause })
+      // RE2's message names the construct it refuses (`invalid perl operator: (?=`, `invalid escape sequence: \1`).
+      const reason = cause instanceof Error ? cause.message : String(cause)
+      throw new FilterSyntaxError(source, start, 'a valid regexp', { cause, data: { reason } })
     }
     return node
   }

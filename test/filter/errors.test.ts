@@ -2,8 +2,11 @@ import t from 'tap'
 import { KeelError } from '../../src/errors.js'
 import {
   compileFilter,
+  filterCost,
   FilterSyntaxError,
   formatFilter,
+  MAX_FILTER_COST,
+  MAX_FILTER_LENGTH,
   MAX_NESTING_DEPTH,
   parseFilter,
 } from '../../src/filter/index.js'
@@ -13,7 +16,7 @@ const TERM = 'a term'
 const TERM_OR_END = 'a term or end of input'
 const TERM_OR_CLOSE = "a term or ')'"
 
-const table: Array<[source: string, position: number, expected: string]> = [
+const table: Array<[source: string, position: number, expected: string, reason?: string]> = [
   // Missing terms
   ['name_label:', 11, TERM],
   ['a:b:', 4, TERM],
@@ -66,25 +69,30 @@ const table: Array<[source: string, position: number, expected: string]> = [
   ['/a/ig', 4, 'no regexp flag other than i'],
   ['/a/ii', 4, 'no regexp flag other than i'],
   ['/a/I', 3, 'no regexp flag other than i'],
-  ['/(/', 0, 'a valid regexp'],
-  ['x /[/', 2, 'a valid regexp'],
-  ['a:/+/', 2, 'a valid regexp'],
-  ['/a{2,1}/', 0, 'a valid regexp'],
+  ['/(/', 0, 'a valid regexp', 'missing ): ('],
+  ['x /[/', 2, 'a valid regexp', 'missing ]: ['],
+  ['a:/+/', 2, 'a valid regexp', 'no argument for repetition operator: +'],
+  ['/a{2,1}/', 0, 'a valid regexp', 'invalid repetition size: {2,1}'],
+  // What the linear-time engine cannot run is refused, naming the construct
+  ['name_label:/(?=x)a/', 11, 'a valid regexp', 'invalid perl operator: (?='],
+  ['name_label:/(?<=a)b/', 11, 'a valid regexp', 'invalid perl operator: (?<='],
+  ['/(?!x)/', 0, 'a valid regexp', 'invalid perl operator: (?!'],
+  ['/(a)\\1/', 0, 'a valid regexp', 'invalid escape sequence: \\1'],
 
   // A quoted string may stop at the end of input, but not in the middle of an escape
   ['"abc\\', 5, 'a character after \\'],
 ]
 
-for (const [source, position, expected] of table) {
+for (const [source, position, expected, reason] of table) {
   t.test(JSON.stringify(source), async (t) => {
     const error = catchError(() => parseFilter(source))
     t.type(error, FilterSyntaxError)
     t.type(error, KeelError)
     if (!(error instanceof FilterSyntaxError)) return
     t.equal(error.code, 'FILTER_PARSE_ERROR')
-    t.equal(error.message, `parse error: expected ${expected} at position ${position}`)
+    t.equal(error.message, `parse error: expected ${expected} at position ${position}${reason === undefined ? '' : ` (${reason})`}`)
     t.equal(error.position, position)
-    t.strictSame(error.data, { stringToParse: source, position })
+    t.strictSame(error.data, { stringToParse: source, position, ...(reason === undefined ? {} : { reason }) })
     t.throws(() => compileFilter(source), FilterSyntaxError)
   })
 }
@@ -112,11 +120,32 @@ t.test('nesting depth is bounded', async (t) => {
   t.equal((catchError(() => parseFilter(path(101))) as FilterSyntaxError).position, 202)
 
   // Far beyond the limit: still a syntax error, never a stack overflow.
-  for (const source of ['!'.repeat(1e5), '('.repeat(1e5), '|('.repeat(1e5), 'a:'.repeat(1e5)]) {
+  for (const source of ['!'.repeat(2000), '('.repeat(2000), '|('.repeat(1000), 'a:'.repeat(1000)]) {
     t.type(catchError(() => parseFilter(source)), FilterSyntaxError)
   }
-  // Wide filters do not nest, so they are not limited.
-  t.equal(formatFilter(parseFilter('a '.repeat(1e5))).length, 2e5 - 1)
+  // Wide filters do not nest: only their length and cost are limited.
+  t.equal(formatFilter(parseFilter('a '.repeat(1000))).length, 1999)
+})
+
+t.test('length and cost are bounded, the limit in the answer', async (t) => {
+  const long = catchError(() => parseFilter('a'.repeat(MAX_FILTER_LENGTH + 1)))
+  t.type(long, KeelError)
+  t.match(long, { code: 'FILTER_TOO_COMPLEX', data: { limit: MAX_FILTER_LENGTH, actual: MAX_FILTER_LENGTH + 1 } })
+  t.doesNotThrow(() => parseFilter('a'.repeat(MAX_FILTER_LENGTH)))
+  const costs: Array<[source: string, cost: number]> = [
+    ['', 0],
+    ['name_label:web', 1],
+    ['name_label:/web/', 4],
+    ['web', 16],
+    ['/web/', 128],
+    ['web*', 128],
+    ['!(a:b c:/d/ e? f:>3)', 7],
+    ['tags:(prod staging)', 2],
+  ]
+  for (const [source, cost] of costs) t.equal(filterCost(parseFilter(source)), cost, source)
+  const costly = catchError(() => compileFilter('/a/ /b/'))
+  t.match(costly, { code: 'FILTER_TOO_COMPLEX', data: { limit: MAX_FILTER_COST, actual: 256 } })
+  t.doesNotThrow(() => compileFilter(`/a/ ${Array.from({ length: 32 }, (_, i) => `p${i}:x`).join(' ')}`), 'exactly at the limit')
 })
 
 t.test('hostile input never throws anything but FilterSyntaxError', async (t) => {
@@ -148,7 +177,14 @@ t.test('hostile input never throws anything but FilterSyntaxError', async (t) =>
       t.fail(`${JSON.stringify(source)} formatted as ${JSON.stringify(text)} does not round-trip`)
       return
     }
-    const predicate = compileFilter(source)
+    // Compiling may also refuse what costs too much, with its own code.
+    let predicate
+    try {
+      predicate = compileFilter(source)
+    } catch (error) {
+      if ((error as KeelError).code !== 'FILTER_TOO_COMPLEX') t.fail(`${JSON.stringify(source)} threw ${String(error)}`)
+      continue
+    }
     for (const record of records) predicate(record)
   }
   t.ok(parsed > 1000, `${parsed} random filters parsed`)
