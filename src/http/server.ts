@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
+import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { authorize } from '../acl/authorize.js'
 import type { Authenticator } from '../auth/authenticate.js'
@@ -7,6 +8,7 @@ import { invalidCredentials } from '../auth/authenticate.js'
 import type { PrivilegeSet } from '../acl/evaluate.js'
 import { isAdmin, type Principal } from '../auth/principal.js'
 import { KeelError } from '../errors.js'
+import { answerClientError, watchRequestLine } from './client-error.js'
 import { sendError } from './error-response.js'
 import { readJsonBody } from './body.js'
 import type { Router, RouteMatch } from './router.js'
@@ -23,11 +25,15 @@ export interface HttpOptions {
 }
 
 const REQUEST_ID = /^[\w.-]{1,64}$/
+/** The request line and headers together; beyond it node:http refuses the request (431, or 414 for the line). */
+export const MAX_HEADER_SIZE = 65536
+/** The request target alone. */
+export const MAX_URL_LENGTH = 16384
 
 async function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
   const target = req.url ?? '/'
-  if (target.length > (options.maxUrlLength ?? 16384)) {
-    throw new KeelError('URI_TOO_LONG', 'request target is too long', { limit: options.maxUrlLength ?? 16384 })
+  if (target.length > (options.maxUrlLength ?? MAX_URL_LENGTH)) {
+    throw new KeelError('URI_TOO_LONG', 'request target is too long', { limit: options.maxUrlLength ?? MAX_URL_LENGTH })
   }
   const queryStart = target.indexOf('?')
   const path = queryStart === -1 ? target : target.slice(0, queryStart)
@@ -69,8 +75,8 @@ async function handle(options: HttpOptions, req: IncomingMessage, res: ServerRes
 
 export function createHttpServer(options: HttpOptions): Server {
   const { log } = options
-  // Headers may be larger than Node's 16 KiB default so that an overlong target meets our 414 JSON answer, not a bare 431.
-  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: 65536 }, (req, res) => {
+  // Headers may be larger than Node's 16 KiB default so that an overlong target meets the router's 414 first.
+  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: MAX_HEADER_SIZE }, (req, res) => {
     const started = process.hrtime.bigint()
     const incoming = req.headers['x-request-id']
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
@@ -102,5 +108,7 @@ export function createHttpServer(options: HttpOptions): Server {
       if (sendError(res, error, requestId) >= 500) log.error({ reqId: requestId, err: error }, 'request failed')
     })
   })
+  server.on('connection', watchRequestLine)
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, log, { maxHeaderSize: MAX_HEADER_SIZE }))
   return server
 }
