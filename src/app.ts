@@ -102,10 +102,10 @@ export async function createApp(options: AppOptions): Promise<App> {
   const log = options.logger ?? pino({ level: options.config.log.level }, pino.destination({ fd: 2, sync: false }))
   const db = openDatabase(options.dataDir)
   const bus = new EventBus((error) => log.error({ err: error }, 'event listener failed'))
-  const directory = new Directory(db, bus, clock)
+  const tokens = new TokenStore(db, loadClientKey(options.dataDir), clock)
+  const directory = new Directory(db, bus, clock, (userId) => tokens.forgetUser(userId))
   const acl = new AccessControl(db, bus, directory, clock)
   const adminId = await ensureAdministrator(directory, options, log)
-  const tokens = new TokenStore(db, loadClientKey(options.dataDir), clock)
   tokens.pruneExpired()
   const lab = new LabDriver(db, {
     creatorId: adminId,

@@ -3,6 +3,7 @@ import type { Static } from '@sinclair/typebox'
 import type { Statement } from 'better-sqlite3'
 import type { ListedTokenSchema, TokenRecordSchema } from '../model/directory.js'
 import type { Db } from '../store/database.js'
+import { LRUCache } from 'lru-cache'
 import { noSuchObject } from '../errors.js'
 
 /** A new token; its `id` is the secret to present as the `authenticationToken` cookie. */
@@ -46,6 +47,9 @@ export class TokenStore {
   // Resolving runs on every token-authenticated request: its statements are prepared once.
   readonly #lookup: Statement<[string], Pick<TokenRow, 'secret_hash' | 'user_id' | 'expiration'>>
   readonly #deleteByHash: Statement<[string]>
+  // Every token-authenticated request resolves its token: the answer is remembered by hash, with the
+  // token's expiration, until the token is revoked, pruned, or ended with its user's password.
+  readonly #resolved = new LRUCache<string, { readonly userId: string; readonly expiration: number }>({ max: 10_000 })
 
   constructor(db: Db, clientKey: Buffer, clock: () => number) {
     this.#db = db
@@ -63,6 +67,8 @@ export class TokenStore {
         const existing = this.#db
           .prepare('SELECT * FROM tokens WHERE user_id = ? AND client_id = ?')
           .get(input.userId, input.clientId) as TokenRow | undefined
+        // Its expiration changes either way: what was remembered of it no longer holds.
+        if (existing !== undefined) this.#resolved.delete(existing.secret_hash)
         if (existing !== undefined && existing.expiration > now) {
           this.#db
             .prepare('UPDATE tokens SET expiration = ?, description = COALESCE(?, description) WHERE secret_hash = ?')
@@ -96,15 +102,26 @@ export class TokenStore {
   /** The owner of a valid, unexpired token, or undefined. */
   resolve(secret: string): string | undefined {
     const hash = hashSecret(secret)
-    const row = this.#lookup.get(hash)
-    if (row === undefined) return undefined
-    // The index lookup already matched; the explicit comparison keeps the check constant-time by construction.
-    if (!timingSafeEqual(Buffer.from(row.secret_hash), Buffer.from(hash))) return undefined
-    if (row.expiration <= this.#clock()) {
+    let known = this.#resolved.get(hash)
+    if (known === undefined) {
+      const row = this.#lookup.get(hash)
+      if (row === undefined) return undefined
+      // The index lookup already matched; the explicit comparison keeps the check constant-time by construction.
+      if (!timingSafeEqual(Buffer.from(row.secret_hash), Buffer.from(hash))) return undefined
+      known = { userId: row.user_id, expiration: row.expiration }
+      this.#resolved.set(hash, known)
+    }
+    if (known.expiration <= this.#clock()) {
+      this.#resolved.delete(hash)
       this.#deleteByHash.run(hash)
       return undefined
     }
-    return row.user_id
+    return known.userId
+  }
+
+  /** Forgets what was remembered of a user's tokens, after they were ended elsewhere (a password change). */
+  forgetUser(userId: string): void {
+    for (const [hash, known] of this.#resolved.entries()) if (known.userId === userId) this.#resolved.delete(hash)
   }
 
   list(userId: string): ListedToken[] {
@@ -115,11 +132,16 @@ export class TokenStore {
   }
 
   revoke(userId: string, identifier: string): void {
-    const result = this.#db.prepare('DELETE FROM tokens WHERE user_id = ? AND identifier = ?').run(userId, identifier)
-    if (result.changes === 0) throw noSuchObject(identifier, 'authentication token')
+    const row = this.#db.prepare('SELECT secret_hash FROM tokens WHERE user_id = ? AND identifier = ?').get(userId, identifier) as
+      | Pick<TokenRow, 'secret_hash'>
+      | undefined
+    if (row === undefined) throw noSuchObject(identifier, 'authentication token')
+    this.#deleteByHash.run(row.secret_hash)
+    this.#resolved.delete(row.secret_hash)
   }
 
   pruneExpired(): number {
+    this.#resolved.clear()
     return this.#db.prepare('DELETE FROM tokens WHERE expiration <= ?').run(this.#clock()).changes
   }
 

@@ -45,10 +45,14 @@ export class Directory {
   // Every password login looks its account up: prepared once.
   readonly #credentials: Statement<[string], Pick<UserRow, 'id' | 'password_hash'>>
 
-  constructor(db: Db, bus: EventBus, clock: () => number) {
+  readonly #onTokensRevoked: (userId: string) => void
+
+  /** `onTokensRevoked` hears of tokens ended here (a password change ends its user's tokens), for caches of them. */
+  constructor(db: Db, bus: EventBus, clock: () => number, onTokensRevoked: (userId: string) => void = () => {}) {
     this.#db = db
     this.#bus = bus
     this.#clock = clock
+    this.#onTokensRevoked = onTokensRevoked
     this.#credentials = db.prepare('SELECT id, password_hash FROM users WHERE email = ?')
     this.#reload()
   }
@@ -119,6 +123,7 @@ export class Directory {
       // A changed password or demotion must end existing sessions' reach.
       if (passwordHash !== undefined) this.#db.prepare('DELETE FROM tokens WHERE user_id = ?').run(id)
     })
+    if (passwordHash !== undefined) this.#onTokensRevoked(id)
   }
 
   deleteUser(id: string): void {

@@ -1,0 +1,71 @@
+import t from 'tap'
+import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+
+interface Token {
+  id: string
+  identifier: string
+  expiration: number
+}
+
+const PASSWORD = 'cache-user-password'
+
+async function userWithToken(server: TestServer, email: string, permission: 'none' | 'admin' = 'none'): Promise<{ id: string; token: Token }> {
+  const created = await server.json<{ id: string }>('/rest/v0/users', jsonBody({ email, password: PASSWORD, permission }))
+  const token = await server.json<{ token: Token }>(`/rest/v0/users/${created.body.id}/authentication_tokens`, {
+    ...jsonBody({ expiresIn: 120_000 }),
+    auth: basic(email, PASSWORD),
+  })
+  return { id: created.body.id, token: token.body.token }
+}
+
+const withToken = (token: Token): { headers: Record<string, string>; auth: null } => ({
+  headers: { cookie: `authenticationToken=${token.id}` },
+  auth: null,
+})
+
+t.test('a remembered token takes every change into account on the very next request', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+
+  t.test('revoking', async (t) => {
+    const { id, token } = await userWithToken(server, 'revoked@example.net')
+    t.equal((await server.request(`/rest/v0/users/${id}`, withToken(token))).status, 200, 'remembered now')
+    const revoked = await server.request(`/rest/v0/users/${id}/authentication_tokens/${token.identifier}`, {
+      method: 'DELETE',
+      auth: basic('revoked@example.net', PASSWORD),
+    })
+    t.equal(revoked.status, 204, 'tokens are revoked by their owner')
+    t.equal((await server.request(`/rest/v0/users/${id}`, withToken(token))).status, 401)
+  })
+
+  t.test('deleting the user', async (t) => {
+    const { id, token } = await userWithToken(server, 'deleted@example.net')
+    t.equal((await server.request(`/rest/v0/users/${id}`, withToken(token))).status, 200)
+    t.equal((await server.request(`/rest/v0/users/${id}`, { method: 'DELETE' })).status, 204)
+    t.equal((await server.request(`/rest/v0/users/${id}`, withToken(token))).status, 401)
+  })
+
+  t.test('demoting the user', async (t) => {
+    const { id, token } = await userWithToken(server, 'demoted@example.net', 'admin')
+    t.equal((await server.request('/rest/v0/acl-audit', withToken(token))).status, 200, 'an administrator route')
+    t.equal((await server.request(`/rest/v0/users/${id}`, jsonBody({ permission: 'none' }, 'PATCH'))).status, 204)
+    const refused = await server.json('/rest/v0/acl-audit', withToken(token))
+    t.equal(refused.status, 403)
+    t.match(refused.body, { code: 'FORBIDDEN' })
+  })
+
+  t.test("changing the user's password", async (t) => {
+    const { id, token } = await userWithToken(server, 'password@example.net')
+    t.equal((await server.request(`/rest/v0/users/${id}`, withToken(token))).status, 200)
+    t.equal((await server.request(`/rest/v0/users/${id}`, jsonBody({ password: 'another-one' }, 'PATCH'))).status, 204)
+    t.equal((await server.request(`/rest/v0/users/${id}`, withToken(token))).status, 401)
+  })
+
+  t.test('expiry, to the millisecond', async (t) => {
+    const { id, token } = await userWithToken(server, 'expiring@example.net')
+    server.clock.now = token.expiration - 1
+    t.equal((await server.request(`/rest/v0/users/${id}`, withToken(token))).status, 200, 'a millisecond before')
+    server.clock.now = token.expiration
+    t.equal((await server.request(`/rest/v0/users/${id}`, withToken(token))).status, 401, 'at its expiration')
+  })
+})
