@@ -3,8 +3,12 @@ import { BITMAP_SIZE, SECTOR_SIZE } from './constants.js'
 
 export const SECTORS_PER_BLOCK = BLOCK_SIZE / SECTOR_SIZE
 
-/** What our producer writes for every block: all sectors present (notes 1.6). */
-export const FULL_BITMAP: Buffer = Buffer.alloc(BITMAP_SIZE, 0xff)
+/**
+ * What our producer writes for every block: all sectors present (notes 1.6).
+ * A view into a larger allocation, so transfer-on-write consumers
+ * (workers/pool.ts) copy it rather than detach the shared constant.
+ */
+export const FULL_BITMAP: Buffer = Buffer.alloc(BITMAP_SIZE + 1, 0xff).subarray(0, BITMAP_SIZE)
 
 /** MSB first: sector s is bit 0x80 >> (s & 7) of byte s >> 3. */
 export function hasSector(bitmap: Uint8Array, sector: number): boolean {
