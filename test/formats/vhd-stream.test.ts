@@ -197,3 +197,70 @@ t.test('the plan refuses sizes above VHD_MAX_SIZE and unordered allocations', as
   t.throws(() => planVhdStream({ size: 8 * MiB, allocated: [2, 1], uuid: UUID }), RangeError)
   t.throws(() => planVhdStream({ size: 8 * MiB, allocated: [4], uuid: UUID }), RangeError)
 })
+
+t.test('property: random disks round-trip through encoder and decoder at random slice sizes', async (t) => {
+  let seed = 42
+  const random = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) >>> 0
+    return seed % n
+  }
+  for (let round = 0; round < 12; round++) {
+    const blocks = 1 + random(6)
+    const size = blocks * BLOCK_SIZE - random(4) * 512
+    const allocated = Array.from({ length: blocks }, (_, i) => i).filter(() => random(2) === 0)
+    const disk = testDisk(size, allocated, round)
+    const bytes = await encode(disk)
+    const opened = await openVhdStream(sliced(bytes, 1 + random(300_000)))
+    t.equal(opened.size, size)
+    const got = await drain(opened.blocks)
+    t.same(
+      got.map((b) => b.index),
+      allocated,
+      `round ${round}`,
+    )
+    t.ok(got.every((b) => b.data.equals(disk.data.get(b.index) as Buffer)))
+  }
+})
+
+t.test('a differencing stream carries its parent reference', async (t) => {
+  const disk = testDisk(8 * MiB, [1])
+  const parent = { uuid: '11111111-2222-4333-8444-555555555555', timestamp: 1234, name: 'base.vhd' }
+  const plan = planVhdStream({ size: disk.size, allocated: disk.allocated, uuid: UUID, parent })
+  const bytes = await collect(encodeVhdStream(plan, disk.blocks()))
+  t.equal(bytes.length, plan.length)
+  const opened = await openVhdStream(sliced(bytes, 511))
+  t.equal(opened.footer.diskType, 4)
+  t.equal(opened.header.parentUuid, parent.uuid)
+  t.equal(opened.header.parentTimestamp, 1234)
+  t.equal(opened.header.parentUnicodeName, 'base.vhd')
+  t.equal((await drain(opened.blocks)).length, 1)
+  t.same(opened.parentPaths, ['base.vhd'])
+})
+
+t.test('geometry: C×H×S never exceeds the size, saturates at 65535/16/255', async (t) => {
+  const { geometryForSize } = await import('../../src/formats/vhd/geometry.js')
+  for (const size of [MiB, 10 * MiB, 127 * 1024 * MiB, 2 * 1024 ** 4]) {
+    const g = geometryForSize(size)
+    t.ok(g.cylinders * g.heads * g.sectorsPerTrack * 512 <= size, `size ${size}`)
+  }
+  t.same(geometryForSize(2 * 1024 ** 4), { cylinders: 65535, heads: 16, sectorsPerTrack: 255 })
+  t.same(geometryForSize(10 * MiB), { cylinders: 301, heads: 4, sectorsPerTrack: 17 })
+})
+
+t.test('a 100 GiB sparse disk streams with exact length and bounded memory', async (t) => {
+  const size = 100 * 1024 ** 3
+  const allocated = [0, 25_000, 51_199]
+  const plan = planVhdStream({ size, allocated, uuid: UUID })
+  let length = 0
+  const block = patternBlock(3)
+  for await (const chunk of encodeVhdStream(
+    plan,
+    (async function* () {
+      for (const index of allocated) yield { index, data: block }
+    })(),
+  )) {
+    length += chunk.length
+  }
+  t.equal(length, plan.length)
+  t.equal(plan.length, 512 + 1024 + 51_200 * 4 + 3 * (BLOCK_SIZE + 512) + 512)
+})
