@@ -3,8 +3,8 @@ export type ToWorker =
   | { readonly type: 'open'; readonly id: number; readonly name: string; readonly options: Record<string, unknown> }
   | { readonly type: 'data'; readonly id: number; readonly chunk: Uint8Array }
   | { readonly type: 'end'; readonly id: number }
-  /** the main side consumed one output chunk */
-  | { readonly type: 'ack'; readonly id: number }
+  /** the main side consumed this many output bytes */
+  | { readonly type: 'ack'; readonly id: number; readonly bytes: number }
   | { readonly type: 'abort'; readonly id: number }
 
 export interface SerializedError {
@@ -14,8 +14,8 @@ export interface SerializedError {
 }
 
 export type FromWorker =
-  /** one input chunk went through the transform */
-  | { readonly type: 'consumed'; readonly id: number }
+  /** this many input bytes went through the transform */
+  | { readonly type: 'consumed'; readonly id: number; readonly bytes: number }
   | { readonly type: 'data'; readonly id: number; readonly chunk: Uint8Array }
   | { readonly type: 'end'; readonly id: number }
   | { readonly type: 'error'; readonly id: number; readonly error: SerializedError }

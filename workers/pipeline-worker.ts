@@ -6,13 +6,13 @@ import { pipelines } from './pipelines.js'
 
 interface Running {
   readonly transform: Promise<Transform>
-  /** output chunks posted and not yet acknowledged by the main side */
+  /** output bytes posted and not yet acknowledged by the main side */
   unacked: number
 }
 
 const port = parentPort
 if (port === null) throw new Error('pipeline-worker must run as a worker thread')
-const window = (workerData as { window: number }).window
+const windowBytes = (workerData as { windowBytes: number }).windowBytes
 const streams = new Map<number, Running>()
 
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []): void => port.postMessage(message, transfer)
@@ -37,7 +37,8 @@ async function start(id: number, name: string, options: Record<string, unknown>)
     const { chunk: moved, transfer } = forTransfer(chunk)
     post({ type: 'data', id, chunk: moved }, transfer)
     // Holding the readable side stalls the transform, which withholds write callbacks, which stops 'consumed': backpressure.
-    if (++running.unacked >= window) transform.pause()
+    running.unacked += moved.byteLength
+    if (running.unacked >= windowBytes) transform.pause()
   })
   transform.once('end', () => {
     if (streams.delete(id)) post({ type: 'end', id })
@@ -60,7 +61,7 @@ port.on('message', (message: ToWorker) => {
     case 'data':
       void running.transform.then((transform) =>
         transform.write(Buffer.from(message.chunk.buffer, message.chunk.byteOffset, message.chunk.byteLength), (error) => {
-          if (error === null || error === undefined) post({ type: 'consumed', id })
+          if (error === null || error === undefined) post({ type: 'consumed', id, bytes: message.chunk.byteLength })
         }),
       )
       break
@@ -68,9 +69,9 @@ port.on('message', (message: ToWorker) => {
       void running.transform.then((transform) => transform.end())
       break
     case 'ack':
-      running.unacked--
+      running.unacked -= message.bytes
       void running.transform.then((transform) => {
-        if (running.unacked < window && transform.isPaused()) transform.resume()
+        if (running.unacked < windowBytes && transform.isPaused()) transform.resume()
       })
       break
     case 'abort':

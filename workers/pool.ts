@@ -6,8 +6,12 @@ import { forTransfer, type FromWorker, type SerializedError, type ToWorker } fro
 export interface WorkerPoolOptions {
   /** worker threads at most (default 2: the machines we run on have 2 cores) */
   readonly size?: number
-  /** chunks in flight per stream and direction: memory per stream ≈ 2 × window × chunk size */
-  readonly window?: number
+  /**
+   * bytes in flight per stream and direction (default 8 MiB): memory per stream
+   * stays near 2 × windowBytes plus one chunk. Counted in bytes because a
+   * transform's output chunks can be far smaller than its input's.
+   */
+  readonly windowBytes?: number
 }
 
 interface Slot {
@@ -21,7 +25,7 @@ function revive(error: SerializedError): Error {
 
 /**
  * The main-thread end of one pipeline running in a worker. Writes go to the
- * worker, results come back, both directions bounded to `window` chunks.
+ * worker, results come back, both directions bounded to `windowBytes`.
  * Chunks written are moved, not copied, when they span their whole ArrayBuffer
  * (at least 64 KiB): the writer must not reuse them.
  */
@@ -31,7 +35,7 @@ class PipelineStream extends Duplex {
   readonly #release: () => void
   #inFlight = 0
   #blockedWrite: ((error?: Error | null) => void) | undefined
-  #unackedOutputs = 0
+  #unackedBytes = 0
   #finished = false
 
   constructor(readonly id: number, post: (message: ToWorker, transfer?: ArrayBuffer[]) => void, window: number, release: () => void) {
@@ -44,7 +48,8 @@ class PipelineStream extends Duplex {
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     const { chunk: moved, transfer } = forTransfer(chunk)
     this.#post({ type: 'data', id: this.id, chunk: moved }, transfer)
-    if (++this.#inFlight < this.#window) callback()
+    this.#inFlight += moved.byteLength
+    if (this.#inFlight < this.#window) callback()
     else this.#blockedWrite = callback
   }
 
@@ -54,9 +59,9 @@ class PipelineStream extends Duplex {
   }
 
   override _read(): void {
-    while (this.#unackedOutputs > 0) {
-      this.#unackedOutputs--
-      this.#post({ type: 'ack', id: this.id })
+    if (this.#unackedBytes > 0) {
+      this.#post({ type: 'ack', id: this.id, bytes: this.#unackedBytes })
+      this.#unackedBytes = 0
     }
   }
 
@@ -73,15 +78,17 @@ class PipelineStream extends Duplex {
   receive(message: FromWorker): void {
     switch (message.type) {
       case 'consumed': {
-        this.#inFlight--
+        this.#inFlight -= message.bytes
+        if (this.#inFlight >= this.#window) break
         const blocked = this.#blockedWrite
         this.#blockedWrite = undefined
         blocked?.()
         break
       }
       case 'data':
-        if (this.push(Buffer.from(message.chunk.buffer, message.chunk.byteOffset, message.chunk.byteLength))) this.#post({ type: 'ack', id: this.id })
-        else this.#unackedOutputs++
+        if (this.push(Buffer.from(message.chunk.buffer, message.chunk.byteOffset, message.chunk.byteLength))) {
+          this.#post({ type: 'ack', id: this.id, bytes: message.chunk.byteLength })
+        } else this.#unackedBytes += message.chunk.byteLength
         break
       case 'end':
         this.#finished = true
@@ -109,13 +116,13 @@ export class WorkerPool {
   readonly #slots: Slot[] = []
   #nextId = 1
 
-  constructor({ size = 2, window = 4 }: WorkerPoolOptions = {}) {
+  constructor({ size = 2, windowBytes = 8 * 1024 * 1024 }: WorkerPoolOptions = {}) {
     this.#size = Math.max(1, size)
-    this.#window = Math.max(1, window)
+    this.#window = Math.max(1, windowBytes)
   }
 
   #spawn(): Slot {
-    const worker = new Worker(new URL('./pipeline-worker.js', import.meta.url), { workerData: { window: this.#window } })
+    const worker = new Worker(new URL('./pipeline-worker.js', import.meta.url), { workerData: { windowBytes: this.#window } })
     const slot: Slot = { worker, streams: new Map() }
     worker.on('message', (message: FromWorker) => slot.streams.get(message.id)?.receive(message))
     const failAll = (error: Error): void => {

@@ -8,7 +8,7 @@ import { zeros } from '../../src/formats/blocks.js'
 import { collect, run } from '../helpers/disks.js'
 
 const MiB = 1024 * 1024
-const pool = new WorkerPool({ size: 2, window: 4 })
+const pool = new WorkerPool({ size: 2, windowBytes: 4 * MiB })
 t.teardown(() => pool.close())
 
 function mixed(blocks: number): Buffer[] {
