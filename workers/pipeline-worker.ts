@@ -35,9 +35,11 @@ async function start(id: number, name: string, options: Record<string, unknown>)
   transform.on('data', (chunk: Buffer) => {
     if (running === undefined || !streams.has(id)) return
     const { chunk: moved, transfer } = forTransfer(chunk)
+    // Read the length first: posting detaches the transferred buffer.
+    const length = moved.byteLength
     post({ type: 'data', id, chunk: moved }, transfer)
     // Holding the readable side stalls the transform, which withholds write callbacks, which stops 'consumed': backpressure.
-    running.unacked += moved.byteLength
+    running.unacked += length
     if (running.unacked >= windowBytes) transform.pause()
   })
   transform.once('end', () => {

@@ -47,8 +47,9 @@ class PipelineStream extends Duplex {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     const { chunk: moved, transfer } = forTransfer(chunk)
-    this.#post({ type: 'data', id: this.id, chunk: moved }, transfer)
+    // Count before posting: the transfer empties the view.
     this.#inFlight += moved.byteLength
+    this.#post({ type: 'data', id: this.id, chunk: moved }, transfer)
     if (this.#inFlight < this.#window) callback()
     else this.#blockedWrite = callback
   }
