@@ -65,10 +65,6 @@ export function run(command: string, args: string[], input?: Buffer): { status: 
   return { status: result.status, stdout: result.stdout, stderr: result.stderr?.toString() ?? '' }
 }
 
-export function hasTool(command: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${command}`]).status === 0
-}
-
 /** The INVALID_DISK_STREAM KeelError a promise rejects with. */
 export async function streamError(promise: Promise<unknown>): Promise<KeelError> {
   try {
