@@ -264,3 +264,47 @@ t.test('a 100 GiB sparse disk streams with exact length and bounded memory', asy
   t.equal(length, plan.length)
   t.equal(plan.length, 512 + 1024 + 51_200 * 4 + 3 * (BLOCK_SIZE + 512) + 512)
 })
+
+t.test('qemu-img compare: the VHD export and the raw export of a disk are identical', async (t) => {
+  const { encodeRawStream } = await import('../../src/formats/raw/raw-encoder.js')
+  const dir = tempDir()
+  t.teardown(dir.cleanup)
+  const disk = testDisk(12 * MiB, [1, 4, 5])
+  writeFileSync(join(dir.path, 'd.vhd'), await encode(disk))
+  writeFileSync(join(dir.path, 'd.raw'), await collect(encodeRawStream({ size: disk.size, allocated: disk.allocated, blocks: disk.blocks() })))
+  const compared = run('qemu-img', ['compare', '--image-opts', `driver=raw,file.filename=${join(dir.path, 'd.raw')}`, VPC_OPTS(join(dir.path, 'd.vhd'))])
+  t.equal(compared.status, 0, compared.stdout.toString() + compared.stderr)
+})
+
+t.test("XAPI's layout (zero sector at 1536, BAT at 2048, batmap after it, creator caml) decodes", async (t) => {
+  const { encodeHeader } = await import('../../src/formats/vhd/header.js')
+  const { encodeFooter, newFooter } = await import('../../src/formats/vhd/footer.js')
+  const { encodeBat, emptyBat } = await import('../../src/formats/vhd/bat.js')
+  const size = 6 * MiB
+  const footer = encodeFooter({ ...newFooter({ size, uuid: UUID, diskType: 3 }), creatorApplication: 'caml', creatorVersion: 1, creatorHostOs: 0, timestamp: 0 })
+  const header = encodeHeader({
+    tableOffset: 2048,
+    maxTableEntries: 3,
+    blockSize: BLOCK_SIZE,
+    checksum: 0,
+    parentUuid: '00000000-0000-0000-0000-000000000000',
+    parentTimestamp: 0,
+    parentUnicodeName: '',
+    parentLocators: [],
+  })
+  const bat = emptyBat(3)
+  const batmap = Buffer.alloc(1024, 0x11)
+  const first = (2048 + 512 + batmap.length) / 512
+  bat[2] = first
+  bat[0] = first + 4097
+  const block = (seed: number): Buffer => Buffer.concat([Buffer.alloc(512, 0xff), patternBlock(seed)])
+  const bytes = Buffer.concat([footer, header, Buffer.alloc(512), encodeBat(bat), batmap, block(2), block(0), footer])
+  const opened = await openVhdStream(sliced(bytes, 9999))
+  const blocks = await drain(opened.blocks)
+  t.same(
+    blocks.map((b) => b.index),
+    [2, 0],
+  )
+  t.ok(blocks[0]?.data.equals(patternBlock(2)))
+  t.ok(blocks[1]?.data.equals(patternBlock(0)))
+})
