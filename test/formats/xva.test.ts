@@ -234,3 +234,55 @@ t.test('older .checksum (SHA-1) members and keep-alive gaps follow XAPI arithmet
   t.equal(blocks[0]?.data[MiB], 0, 'index 2 was skipped: 1 MiB of zeros')
   t.equal(blocks[1]?.data[0], 3, 'index 3 lands at 2 MiB')
 })
+
+/** An importer written independently with Python's tarfile, following XAPI's rules (notes 2.3, 7). */
+const PYTHON_IMPORTER = `
+import sys, tarfile, xxhash, hashlib, xml.etree.ElementTree as ET
+def value(v):
+    kids = list(v)
+    if not kids: return v.text or ''
+    k = kids[0]
+    if k.tag == 'struct': return {m.find('name').text: value(m.find('value')) for m in k}
+    if k.tag == 'array': return [value(x) for x in k.find('data')]
+    return k.text
+tar = tarfile.open(sys.argv[1], 'r|*')
+members = iter(tar)
+first = next(members)
+assert first.name == 'ova.xml', first.name
+doc = value(ET.fromstring(tar.extractfile(first).read()))
+objs = {o['id']: o for o in doc['objects']}
+vm = next(o for o in doc['objects'] if o['class'] == 'VM')['snapshot']
+vdis = sorted(objs[objs[b]['snapshot']['VDI']]['id'] for b in vm['VBDs'])
+for ref in vdis:
+    size = int(objs[ref]['snapshot']['virtual_size'])
+    out = bytearray(size)
+    offset, prev, first_len = 0, -1, None
+    while offset < size:
+        m = next(members)
+        assert m.name.startswith(ref + '/'), m.name
+        index = int(m.name.split('/')[1])
+        data = tar.extractfile(m).read()
+        c = next(members)
+        digest = tar.extractfile(c).read().decode()
+        assert c.name == m.name + '.xxhash' and digest == '%016X' % xxhash.xxh64_intdigest(data), c.name
+        if first_len is None: first_len = len(data)
+        offset += (index - prev - 1) * first_len
+        out[offset:offset + len(data)] = data
+        offset += len(data)
+        prev = index
+    sys.stdout.buffer.write(hashlib.sha1(out).hexdigest().encode() + b'\\n')
+`
+
+t.test("an independent Python importer following XAPI's rules reads the XVA", async (t) => {
+  const { createHash } = await import('node:crypto')
+  const dir = tempDir()
+  t.teardown(dir.cleanup)
+  const path = join(dir.path, 'vm.xva.gz')
+  await pipeline(Readable.from(encodeXva(desc, contents())), compressor('gzip'), (await import('node:fs')).createWriteStream(path))
+  const result = run('/usr/bin/python3', ['-c', PYTHON_IMPORTER, path])
+  t.equal(result.status, 0, result.stderr)
+  t.same(
+    result.stdout.toString().trim().split('\n'),
+    disks.map((disk) => createHash('sha1').update(rawOf(disk)).digest('hex')),
+  )
+})
