@@ -147,6 +147,15 @@ t.test('every malformed input names its offset', async (t) => {
       /block size/,
     ],
     [
+      'huge table',
+      corrupt((b) => {
+        b.writeUInt32BE(0xffffffff, 512 + 28)
+        fixChecksum(b, 512, 1024, 36)
+      }),
+      540,
+      /exceeds/,
+    ],
+    [
       'version',
       corrupt((b) => {
         b.writeUInt32BE(0x20000, 12)

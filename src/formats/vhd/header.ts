@@ -1,7 +1,7 @@
 import { invalidDiskStream } from '../stream-error.js'
 import { BLOCK_SIZE } from '../blocks.js'
 import { vhdChecksum } from './checksum.js'
-import { HEADER_COOKIE, HEADER_SIZE, HEADER_VERSION, PlatformCode, SECTOR_SIZE, TABLE_OFFSET } from './constants.js'
+import { HEADER_COOKIE, HEADER_SIZE, HEADER_VERSION, PlatformCode, SECTOR_SIZE, TABLE_OFFSET, VHD_MAX_SIZE } from './constants.js'
 import { uuidFromBytes, uuidToBytes } from './uuid.js'
 
 export interface ParentLocator {
@@ -31,6 +31,10 @@ const LOCATOR_SIZE = 24
 const LOCATOR_COUNT = 8
 const PARENT_NAME_OFFSET = 64
 const PARENT_NAME_SIZE = 512
+/** entries a VHD_MAX_SIZE disk needs: a larger table is refused rather than buffered */
+const MAX_TABLE_ENTRIES = Math.ceil(VHD_MAX_SIZE / BLOCK_SIZE)
+/** real locators hold a path; a larger one is refused rather than buffered */
+const MAX_LOCATOR_SPACE = 64 * 1024
 export const NULL_UUID = '00000000-0000-0000-0000-000000000000'
 
 export const emptyLocator: ParentLocator = { platformCode: PlatformCode.none, platformDataSpace: 0, platformDataLength: 0, platformDataOffset: 0 }
@@ -89,6 +93,11 @@ export function decodeHeader(buffer: Buffer, offset: number, currentSize: number
     throw invalidDiskStream(`bad VHD table offset ${tableOffset}`, offset + 16, { field: 'tableOffset' })
   }
   const maxTableEntries = buffer.readUInt32BE(28)
+  if (maxTableEntries > MAX_TABLE_ENTRIES) {
+    throw invalidDiskStream(`VHD table of ${maxTableEntries} entries exceeds the ${MAX_TABLE_ENTRIES} a 2 TiB disk needs`, offset + 28, {
+      field: 'maxTableEntries',
+    })
+  }
   if (maxTableEntries < Math.ceil(currentSize / blockSize)) {
     throw invalidDiskStream(`VHD table of ${maxTableEntries} entries is too small for ${currentSize} bytes`, offset + 28, {
       field: 'maxTableEntries',
@@ -103,10 +112,14 @@ export function decodeHeader(buffer: Buffer, offset: number, currentSize: number
     if (platformCode !== PlatformCode.none && (dataOffset % BigInt(SECTOR_SIZE) !== 0n || dataOffset > BigInt(Number.MAX_SAFE_INTEGER))) {
       throw invalidDiskStream(`bad VHD parent locator offset ${dataOffset}`, offset + at + 16, { field: `parentLocators[${i}]` })
     }
+    // Some Windows tools store bytes rather than sectors here; the XAPI library treats values ≥ 512 as bytes.
+    const platformDataSpace = space >= SECTOR_SIZE ? space : space * SECTOR_SIZE
+    if (platformCode !== PlatformCode.none && platformDataSpace > MAX_LOCATOR_SPACE) {
+      throw invalidDiskStream(`VHD parent locator of ${platformDataSpace} bytes is too large`, offset + at + 4, { field: `parentLocators[${i}]` })
+    }
     parentLocators.push({
       platformCode,
-      // Some Windows tools store bytes rather than sectors here; the XAPI library treats values ≥ 512 as bytes.
-      platformDataSpace: space >= SECTOR_SIZE ? space : space * SECTOR_SIZE,
+      platformDataSpace,
       platformDataLength: buffer.readUInt32BE(at + 8),
       platformDataOffset: Number(dataOffset),
     })

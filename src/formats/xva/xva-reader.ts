@@ -18,8 +18,7 @@ export interface XvaReader {
   readonly blocks: AsyncIterable<XvaBlock>
 }
 
-const MAX_OVA_XML = 16 * 1024 * 1024
-/** larger than any chunk a known writer produces (1 MiB), small enough to bound memory */
+/** far larger than ova.xml or any chunk a known writer produces (1 MiB), small enough to bound memory */
 const MAX_MEMBER = 16 * 1024 * 1024
 
 interface Member {
@@ -44,8 +43,8 @@ async function* members(input: AsyncIterable<Uint8Array>): AsyncGenerator<Member
   try {
     for await (const entry of extract) {
       const { name, size = 0 } = entry.header
-      if (size > MAX_MEMBER && name !== 'ova.xml') {
-        throw invalidDiskStream(`tar member ${name} of ${size} bytes is too large for an XVA chunk`, offset, { member: name })
+      if (size > MAX_MEMBER) {
+        throw invalidDiskStream(`tar member ${name} of ${size} bytes is too large for an XVA`, offset, { member: name })
       }
       const parts: Buffer[] = []
       for await (const part of entry as AsyncIterable<Buffer>) parts.push(part)
@@ -123,7 +122,6 @@ export async function openXvaStream(input: AsyncIterable<Uint8Array>): Promise<X
     const head = first.value
     if (head.name.toLowerCase().endsWith('.ovf')) throw ovaNotSupported()
     if (head.name !== 'ova.xml') throw invalidDiskStream(`the first member must be ova.xml, found ${head.name}`, 0, { member: head.name })
-    if (head.size > MAX_OVA_XML) throw invalidDiskStream(`ova.xml of ${head.size} bytes is too large`, 0)
     let parsed
     try {
       parsed = parseOvaXml(head.data.toString('utf8'))
