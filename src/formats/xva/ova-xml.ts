@@ -1,3 +1,4 @@
+import { NULL_REF, versionStruct, vmRecord } from './vm-record.js'
 import { decodeXmlRpc, encodeXmlRpc, XmlRpcDouble, type XmlRpcStruct, type XmlRpcValue } from './xml-rpc.js'
 
 /** What an XVA says about one disk of the VM. */
@@ -55,110 +56,9 @@ export interface ParsedOvaXml {
   readonly entries: readonly XvaDiskEntry[]
 }
 
-const NULL_REF = 'OpaqueRef:NULL'
 
 /** Export ids padded to 3 digits so string order (what XAPI sorts by) is numeric order. */
 const ref = (n: number): string => `Ref:${String(n).padStart(3, '0')}`
-
-/** XCP-ng 8.2-era version block, as XO writes it (XAPI refuses a newer xapi_major/minor than its own). */
-function versionStruct(now: Date): XmlRpcStruct {
-  return {
-    hostname: 'keel',
-    date: now.toISOString().slice(0, 10),
-    product_version: '8.2.1',
-    product_brand: 'XCP-ng',
-    build_number: 'release/yangtze/master/58',
-    xapi_major: 1,
-    xapi_minor: 20,
-    export_vsn: 2,
-  }
-}
-
-/** The VM record fields XAPI's importer needs, overlaid with the VM's own values. */
-function vmRecord(vm: XvaVm, vbds: string[], vifs: string[]): XmlRpcStruct {
-  return {
-    uuid: vm.uuid,
-    name_label: vm.name_label,
-    name_description: vm.name_description,
-    actions_after_crash: 'restart',
-    actions_after_reboot: 'restart',
-    actions_after_shutdown: 'destroy',
-    affinity: NULL_REF,
-    allowed_operations: [],
-    attached_PCIs: [],
-    blobs: {},
-    blocked_operations: {},
-    children: [],
-    consoles: [],
-    crash_dumps: [],
-    current_operations: {},
-    domain_type: 'hvm',
-    domarch: '',
-    domid: -1,
-    generation_id: '',
-    guest_metrics: NULL_REF,
-    ha_always_run: false,
-    ha_restart_priority: '',
-    hardware_platform_version: 0,
-    has_vendor_device: false,
-    HVM_boot_params: { firmware: 'bios', order: 'cdn' },
-    HVM_boot_policy: 'BIOS order',
-    HVM_shadow_multiplier: new XmlRpcDouble(1),
-    is_a_template: vm.is_a_template,
-    is_control_domain: false,
-    is_default_template: false,
-    is_snapshot_from_vmpp: false,
-    is_vmss_snapshot: false,
-    last_booted_record: '',
-    last_boot_CPU_flags: {},
-    memory_dynamic_max: vm.memory_dynamic_max,
-    memory_dynamic_min: vm.memory_dynamic_min,
-    memory_overhead: 0,
-    memory_static_max: vm.memory_static_max,
-    memory_static_min: vm.memory_static_min,
-    memory_target: 0,
-    metrics: NULL_REF,
-    NVRAM: {},
-    order: 0,
-    other_config: { ...vm.other_config },
-    parent: NULL_REF,
-    PCI_bus: '',
-    platform: { timeoffset: '0', 'device-model': 'qemu-upstream-compat', hpet: 'true', nx: 'true', pae: 'true', apic: 'true', viridian: 'true', acpi: '1' },
-    power_state: 'Halted',
-    PV_args: '',
-    PV_bootloader_args: '',
-    PV_bootloader: '',
-    PV_kernel: '',
-    PV_legacy_args: '',
-    PV_ramdisk: '',
-    recommendations: '',
-    reference_label: '',
-    requires_reboot: false,
-    resident_on: NULL_REF,
-    shutdown_delay: 0,
-    snapshot_info: {},
-    snapshot_metadata: '',
-    snapshot_of: NULL_REF,
-    snapshot_time: new Date(0),
-    snapshots: [],
-    start_delay: 0,
-    suspend_VDI: NULL_REF,
-    suspend_SR: NULL_REF,
-    tags: [...vm.tags],
-    transportable_snapshot_id: '',
-    user_version: 1,
-    VBDs: vbds,
-    VCPUs_at_startup: vm.VCPUs_at_startup,
-    VCPUs_max: vm.VCPUs_max,
-    VCPUs_params: {},
-    version: 0,
-    VGPUs: [],
-    VIFs: vifs,
-    VTPMs: [],
-    VUSBs: [],
-    xenstore_data: {},
-  }
-}
 
 /**
  * Builds ova.xml for a VM (notes 2.5). Returns the document and the refs its
