@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { pino, type Logger } from 'pino'
+import type { Logger } from 'pino'
 import { AccessControl } from './acl/store.js'
 import { aclRoutes, roleActions } from './api/acl.js'
 import { actionRoutes, driverActions, type ActionBinding } from './api/actions.js'
@@ -35,6 +35,7 @@ import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
 import { openDatabase, type Db } from './store/database.js'
 import { TaskManager } from './tasks/manager.js'
+import { createServiceLog, type ServiceLog } from './log.js'
 
 export interface AppOptions {
   readonly dataDir: string
@@ -62,6 +63,8 @@ export interface App {
   readonly bus: EventBus
   readonly tasks: TaskManager
   readonly log: Logger
+  /** Writes out buffered log lines now (before a fatal exit; a clean close does it itself). */
+  flushLog(): void
   listen(port: number, host: string): Promise<string>
   close(): Promise<void>
 }
@@ -99,7 +102,8 @@ export async function ensureAdministrator(
 
 export async function createApp(options: AppOptions): Promise<App> {
   const clock = options.clock ?? Date.now
-  const log = options.logger ?? pino({ level: options.config.log.level }, pino.destination({ fd: 2, sync: false }))
+  const serviceLog: ServiceLog = options.logger === undefined ? createServiceLog(options.config.log.level) : { log: options.logger, flushSync: () => {} }
+  const { log } = serviceLog
   const db = openDatabase(options.dataDir)
   const bus = new EventBus((error) => log.error({ err: error }, 'event listener failed'))
   const tokens = new TokenStore(db, loadClientKey(options.dataDir), clock)
@@ -221,6 +225,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       unsubscribeDriver()
       await driver.close()
       db.close()
+      log.info('stopped')
+      serviceLog.flushSync()
     },
+    flushLog: () => serviceLog.flushSync(),
   }
 }

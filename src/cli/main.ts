@@ -48,7 +48,6 @@ async function serve(args: string[]): Promise<void> {
     app.log.info({ signal }, 'shutting down')
     app.close().then(
       () => {
-        app.log.flush()
         process.exitCode = 0
       },
       (error: unknown) => {
@@ -59,6 +58,14 @@ async function serve(args: string[]): Promise<void> {
   }
   process.once('SIGINT', () => stop('SIGINT'))
   process.once('SIGTERM', () => stop('SIGTERM'))
+  // A bug that escapes every handler ends the process, but not before its log lines are out.
+  const fatal = (error: unknown): void => {
+    app.log.fatal({ err: error }, 'fatal error')
+    app.flushLog()
+    process.exit(1)
+  }
+  process.once('uncaughtException', fatal)
+  process.once('unhandledRejection', fatal)
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -62,6 +62,24 @@ t.test('keel serve prints its URL, serves, and stops cleanly on SIGTERM', async 
   t.equal(await server.exited, 0)
 })
 
+t.test('a clean stop loses no request log line, however few were buffered', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keel-cli-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const server = run(['serve', '--port', '0', '--data-dir', dataDir], { KEEL_ADMIN_PASSWORD: 'cli-secret' })
+  const [, url] = await waitFor(() => server.stdout().match(/listening on (http:\/\/127\.0\.0\.1:\d+)/), server)
+  const ids = Array.from({ length: 7 }, (_, i) => `log-line-${i}`)
+  for (const id of ids) await fetch(`${url}/rest/v0/pools`, { headers: { 'x-request-id': id } })
+  server.child.kill('SIGTERM')
+  t.equal(await server.exited, 0)
+  const lines = server
+    .stderr()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { reqId?: string; msg?: string })
+  for (const id of ids) t.ok(lines.some((line) => line.reqId === id && line.msg === 'request'), `the line of ${id}`)
+  t.equal(lines.at(-1)?.msg, 'stopped', 'down to the last line')
+})
+
 t.test('first start without a password prints a random one once, to stderr', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'keel-cli-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
