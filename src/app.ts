@@ -12,6 +12,7 @@ import { collectionSources } from './api/collections.js'
 import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
 import { docsRoutes } from './api/docs.js'
+import { operationsRoutes } from './api/operations-endpoints.js'
 import { buildOpenApi } from './api/openapi.js'
 import { readRoutes } from './api/read.js'
 import type { CollectionSource } from './api/sources.js'
@@ -30,6 +31,7 @@ import { actionsByType, deletableTypes, patchByType, taggableTypes } from './mod
 import { EventBus } from './events/bus.js'
 import { Versions } from './events/versions.js'
 import { JsonCache } from './http/json-cache.js'
+import { Metrics } from './http/metrics.js'
 import type { RouteDef } from './http/route.js'
 import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
@@ -150,6 +152,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const collectionOf = (type: string): string | undefined => sources.find((source) => source.type === type)?.name
   const resourceOf = (type: string): string | undefined => sources.find((source) => source.type === type)?.resource
   const actionDeps = { tasks, driver, collectionOf, resourceOf }
+  const authenticator = new Authenticator(directory, tokens, { failureDelay: options.config.authentication.failedLoginDelay })
+  const metrics = new Metrics()
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
@@ -169,6 +173,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     }),
     ...tokenRoutes(tokens, options.config.authentication),
     ...dashboardRoutes({ driver, clock }),
+    ...operationsRoutes({ db, driver, metrics, authenticator, metricsToken: options.config.metrics.token }),
     ...(options.extraRoutes ?? []),
   ]
   for (const route of routes) router.add(route)
@@ -180,13 +185,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     }),
   )
 
-  const authenticator = new Authenticator(directory, tokens, { failureDelay: options.config.authentication.failedLoginDelay })
   const server = createHttpServer({
     router,
     authenticator,
     log,
     maxJsonBodySize: options.config.http.maxJsonBodySize,
     scopeOf: (userId) => acl.scopeOf(userId),
+    metrics,
   })
 
   let closed = false
@@ -221,6 +226,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       clearTimeout(grace)
       tasks.close()
       acl.close()
+      metrics.close()
       versions.close()
       unsubscribeDriver()
       await driver.close()

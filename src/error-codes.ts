@@ -31,6 +31,7 @@ export const errorStatus = {
   DISK_TOO_LARGE: 422,
   HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
 } as const satisfies Readonly<Record<string, number>>
 
 export type ErrorCode = keyof typeof errorStatus

@@ -45,6 +45,12 @@ const stringReader =
     return value
   }
 
+/** A secret that is off unless set. */
+const optionalStringReader: Reader<string | undefined> = (value, key) => {
+  if (typeof value !== 'string' || value.length < 16) throw new ConfigError(key, 'expected a string of at least 16 characters')
+  return value
+}
+
 /** TOML section → our field name, and each key's reader and default. */
 const sections = {
   http: {
@@ -74,6 +80,10 @@ const sections = {
   lab: {
     field: 'lab',
     keys: { stepDelay: { read: durationReader, default: 400 } },
+  },
+  metrics: {
+    field: 'metrics',
+    keys: { token: { read: optionalStringReader, default: undefined } },
   },
   log: {
     field: 'log',

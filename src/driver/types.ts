@@ -70,6 +70,8 @@ export interface Driver extends DriverOperations {
   /** Brings its own storage up to date, loads (and on first start seeds) the object index. */
   open(): Promise<void>
   close(): Promise<void>
+  /** Whether the driver serves: opened, not closed, its storage or pool reachable (for health checks). */
+  isOpen(): boolean
   /** Every object of one XO type (`VM`, `host`, ...), in a stable order; empty for an unknown type. */
   objectsOfType(type: string): Iterable<XoRecord>
   /** Counts objects of one type without materialising them. */

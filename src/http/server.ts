@@ -10,6 +10,7 @@ import { isAdmin, type Principal } from '../auth/principal.js'
 import { KeelError } from '../errors.js'
 import { answerClientError, watchRequestLine } from './client-error.js'
 import { sendError } from './error-response.js'
+import type { Metrics } from './metrics.js'
 import { readJsonBody } from './body.js'
 import type { Router, RouteMatch } from './router.js'
 
@@ -22,6 +23,12 @@ export interface HttpOptions {
   readonly scopeOf: (userId: string) => PrivilegeSet
   /** Maximum length of a request target (path and query string). */
   readonly maxUrlLength?: number
+  readonly metrics: Metrics
+}
+
+/** What the response's log line and metrics need to know of the route that answered. */
+interface Answered {
+  route: string
 }
 
 const REQUEST_ID = /^[\w.-]{1,64}$/
@@ -30,7 +37,7 @@ export const MAX_HEADER_SIZE = 65536
 /** The request target alone. */
 export const MAX_URL_LENGTH = 16384
 
-async function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+async function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string, answered: Answered): Promise<void> {
   const target = req.url ?? '/'
   if (target.length > (options.maxUrlLength ?? MAX_URL_LENGTH)) {
     throw new KeelError('URI_TOO_LONG', 'request target is too long', { limit: options.maxUrlLength ?? MAX_URL_LENGTH })
@@ -49,6 +56,7 @@ async function handle(options: HttpOptions, req: IncomingMessage, res: ServerRes
   }
   const { route, params } = match
   const { def } = route
+  answered.route = def.path
 
   let principal: Principal | undefined
   if (!def.access.public) {
@@ -81,20 +89,16 @@ export function createHttpServer(options: HttpOptions): Server {
     const incoming = req.headers['x-request-id']
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
     res.setHeader('X-Request-Id', requestId)
+    const answered: Answered = { route: 'unmatched' }
     res.once('close', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6
+      options.metrics.observeRequest(answered.route, req.method ?? 'GET', res.statusCode, ms / 1000)
       log.info(
-        {
-          reqId: requestId,
-          method: req.method,
-          url: req.url,
-          status: res.statusCode,
-          ms: Number(process.hrtime.bigint() - started) / 1e6,
-          ...(res.writableFinished ? {} : { aborted: true }),
-        },
+        { reqId: requestId, method: req.method, url: req.url, status: res.statusCode, ms, ...(res.writableFinished ? {} : { aborted: true }) },
         'request',
       )
     })
-    handle(options, req, res, requestId).catch((error: unknown) => {
+    handle(options, req, res, requestId, answered).catch((error: unknown) => {
       if (res.headersSent) {
         // Too late for a status: cutting the connection is the only honest signal of a broken body.
         log.error({ reqId: requestId, err: error }, 'response failed after its headers were sent')

@@ -51,6 +51,7 @@ const bad: Array<[string, string, string]> = [
   ['bad SSE budget', '[rest-api]\nmaxRamAllocatedPerSseClient = -1\n', 'rest-api.maxRamAllocatedPerSseClient'],
   ['default above max', '[authentication]\ndefaultTokenValidity = "1 year"\n', 'authentication.defaultTokenValidity'],
   ['section not a table', 'http = 5\n', 'http'],
+  ['short scrape token', '[metrics]\ntoken = "short"\n', 'metrics.token'],
 ]
 for (const [name, text, key] of bad) {
   t.test(`${name} stops the start naming ${key}`, async (t) => {

@@ -66,6 +66,8 @@ export class LabDriver implements Driver, LabStore {
   readonly #listeners = new Set<ChangeListener>()
   readonly #env: LabEnv
 
+  #closed = false
+
   constructor(db: Db, options: LabDriverOptions) {
     this.#db = db
     this.#options = options
@@ -74,6 +76,7 @@ export class LabDriver implements Driver, LabStore {
 
   /** Brings the lab's tables up to date, seeds an empty lab, and loads the records. */
   async open(): Promise<void> {
+    this.#closed = false
     const table = (this.#table ??= new LabTable(this.#db))
     if (table.needsSeed()) {
       const now = (this.#options.clock ?? Date.now)()
@@ -85,6 +88,11 @@ export class LabDriver implements Driver, LabStore {
 
   async close(): Promise<void> {
     this.#listeners.clear()
+    this.#closed = true
+  }
+
+  isOpen(): boolean {
+    return this.#table !== undefined && !this.#closed
   }
 
   objectsOfType(type: string): Iterable<XoRecord> {
