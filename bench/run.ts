@@ -23,7 +23,7 @@ function start(script: string, args: string[]): Promise<{ child: ChildProcess; u
   const node = [process.execPath, join(packageRoot, 'dist/bench', script), ...args]
   // The server gets core 0 and the load generator the rest, as in the notes' pinned series.
   const [command, ...rest] = pin ? ['taskset', '-c', '0', ...node] : node
-  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', script === 'serve-keel.js' ? 'ignore' : 'inherit'] })
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)))
     createInterface({ input: child.stdout! }).once('line', (url) => resolve({ child, url }))

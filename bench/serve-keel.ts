@@ -1,5 +1,5 @@
-// Child process for the benchmark: Keel on a prepared data directory, port chosen by the OS.
-import { pino } from 'pino'
+// Child process for the benchmark: Keel on a prepared data directory, port chosen by the OS, logging
+// one line per request as it does in service (the benchmark sends stderr to /dev/null).
 import { createApp } from '../src/app.js'
 import { loadConfig } from '../src/config/config.js'
 import { generateLabSpec } from '../src/driver/lab/generate.js'
@@ -9,7 +9,6 @@ if (dataDir === undefined) throw new Error('usage: serve-keel DATA_DIR [VMS HOST
 const app = await createApp({
   dataDir,
   config: loadConfig(),
-  logger: pino({ level: 'silent' }),
   adminPassword: 'bench-password',
   labSpec: generateLabSpec({ vms: Number(vms ?? 10000), hosts: Number(hosts ?? 50) }),
 })

@@ -37,7 +37,7 @@ import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
 import { openDatabase, type Db } from './store/database.js'
 import { TaskManager } from './tasks/manager.js'
-import { createServiceLog, type ServiceLog } from './log.js'
+import { createServiceLog, loggerServiceLog, type ServiceLog } from './log.js'
 
 export interface AppOptions {
   readonly dataDir: string
@@ -104,7 +104,7 @@ export async function ensureAdministrator(
 
 export async function createApp(options: AppOptions): Promise<App> {
   const clock = options.clock ?? Date.now
-  const serviceLog: ServiceLog = options.logger === undefined ? createServiceLog(options.config.log.level) : { log: options.logger, flushSync: () => {} }
+  const serviceLog: ServiceLog = options.logger === undefined ? createServiceLog(options.config.log.level) : loggerServiceLog(options.logger)
   const { log } = serviceLog
   const db = openDatabase(options.dataDir)
   const bus = new EventBus((error) => log.error({ err: error }, 'event listener failed'))
@@ -192,6 +192,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     maxJsonBodySize: options.config.http.maxJsonBodySize,
     scopeOf: (userId) => acl.scopeOf(userId),
     metrics,
+    requestLog: serviceLog.request,
   })
 
   let closed = false

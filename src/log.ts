@@ -1,17 +1,55 @@
+import { hostname } from 'node:os'
 import { pino, type Logger } from 'pino'
+
+/** One answered request, as its log line says it. */
+export interface RequestLogEntry {
+  readonly reqId: string
+  readonly method: string | undefined
+  readonly url: string | undefined
+  readonly status: number
+  readonly ms: number
+  readonly aborted: boolean
+}
 
 export interface ServiceLog {
   readonly log: Logger
+  /** Logs one answered request (at `info`). */
+  request(entry: RequestLogEntry): void
   /** Writes out whatever is still buffered, synchronously: at a clean stop and before a fatal exit. */
   flushSync(): void
 }
 
+const INFO = 30
+
 /**
- * pino to stderr through a buffered, asynchronous destination: a request's
- * log line costs a copy into the buffer, and the write happens once 4 KiB have
- * gathered, off the request's path.
+ * pino to stderr through a buffered, asynchronous destination: a log line
+ * costs a copy into the buffer, and the write happens once 8 KiB have
+ * gathered, off the request's path. The request line, written once per
+ * request, is formatted here in pino's own shape rather than through pino's
+ * generic serializer, which cost a third of a single-object read.
  */
 export function createServiceLog(level: string): ServiceLog {
-  const destination = pino.destination({ fd: 2, sync: false, minLength: 4096 })
-  return { log: pino({ level }, destination), flushSync: () => destination.flushSync() }
+  const destination = pino.destination({ fd: 2, sync: false, minLength: 8192 })
+  const log = pino({ level }, destination)
+  const prefix = `{"level":${INFO},"time":`
+  const bindings = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`
+  return {
+    log,
+    request(entry) {
+      if (!log.isLevelEnabled('info')) return
+      destination.write(
+        `${prefix}${Date.now()}${bindings},"reqId":${JSON.stringify(entry.reqId)},"method":${JSON.stringify(entry.method)},"url":${JSON.stringify(entry.url)},"status":${entry.status},"ms":${entry.ms}${entry.aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
+      )
+    },
+    flushSync: () => destination.flushSync(),
+  }
+}
+
+/** The same request lines through any pino logger (tests, embedders). */
+export function loggerServiceLog(log: Logger): ServiceLog {
+  return {
+    log,
+    request: ({ aborted, ...entry }) => log.info({ ...entry, ...(aborted ? { aborted } : {}) }, 'request'),
+    flushSync: () => {},
+  }
 }

@@ -61,8 +61,11 @@ export class Authenticator {
     this.#failureDelay = options.failureDelay
   }
 
-  /** undefined when the request carries no credentials at all. */
-  async authenticate(credentials: Credentials): Promise<Principal | undefined> {
+  /**
+   * undefined when the request carries no credentials at all. A token is
+   * checked synchronously (remembered by hash); only a password may have to wait.
+   */
+  authenticate(credentials: Credentials): Principal | undefined | Promise<Principal> {
     const cookieToken = readCookie(credentials.cookie, 'authenticationToken') ?? readCookie(credentials.cookie, 'token')
     const { authorization } = credentials
     if (cookieToken !== undefined && authorization !== undefined) {

@@ -15,6 +15,8 @@ export class Metrics {
   readonly #requests: Counter<'route' | 'method' | 'status'>
   readonly #duration: Histogram<'route' | 'method'>
   readonly #loopDelay: IntervalHistogram
+  // Bounded by routes × methods × statuses: route is the matched pattern, never the raw path.
+  readonly #children = new Map<string, { requests: { inc(): void }; duration: { observe(value: number): void } }>()
 
   constructor() {
     const registers = [this.registry]
@@ -58,8 +60,15 @@ export class Metrics {
   }
 
   observeRequest(route: string, method: string, status: number, seconds: number): void {
-    this.#requests.inc({ route, method, status })
-    this.#duration.observe({ route, method }, seconds)
+    // prom-client hashes a label object on every call; the children it returns are kept instead.
+    const key = `${method} ${status} ${route}`
+    let children = this.#children.get(key)
+    if (children === undefined) {
+      children = { requests: this.#requests.labels(route, method, String(status)), duration: this.#duration.labels(route, method) }
+      this.#children.set(key, children)
+    }
+    children.requests.inc()
+    children.duration.observe(seconds)
   }
 
   /** The Prometheus text exposition. */

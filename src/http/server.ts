@@ -11,6 +11,7 @@ import { KeelError } from '../errors.js'
 import { answerClientError, watchRequestLine } from './client-error.js'
 import { sendError } from './error-response.js'
 import type { Metrics } from './metrics.js'
+import type { RequestLogEntry } from '../log.js'
 import { readJsonBody } from './body.js'
 import type { Router, RouteMatch } from './router.js'
 
@@ -24,6 +25,7 @@ export interface HttpOptions {
   /** Maximum length of a request target (path and query string). */
   readonly maxUrlLength?: number
   readonly metrics: Metrics
+  readonly requestLog: (entry: RequestLogEntry) => void
 }
 
 /** What the response's log line and metrics need to know of the route that answered. */
@@ -37,7 +39,21 @@ export const MAX_HEADER_SIZE = 65536
 /** The request target alone. */
 export const MAX_URL_LENGTH = 16384
 
-async function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string, answered: Answered): Promise<void> {
+type Maybe<T> = T | Promise<T>
+
+const isPromise = <T>(value: Maybe<T>): value is Promise<T> => value instanceof Promise
+
+/** Runs `next` on a value now, or once its promise settles: no microtask where nothing waits. */
+function then<T, R>(value: Maybe<T>, next: (value: T) => Maybe<R>): Maybe<R> {
+  return isPromise(value) ? value.then(next) : next(value)
+}
+
+/**
+ * Routes, authenticates, authorizes, validates and runs a request. It stays
+ * synchronous as long as nothing has to wait (a token, no body, a synchronous
+ * handler): on the hot path a promise per step costs more than the step.
+ */
+function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string, answered: Answered): Maybe<void> {
   const target = req.url ?? '/'
   if (target.length > (options.maxUrlLength ?? MAX_URL_LENGTH)) {
     throw new KeelError('URI_TOO_LONG', 'request target is too long', { limit: options.maxUrlLength ?? MAX_URL_LENGTH })
@@ -58,27 +74,29 @@ async function handle(options: HttpOptions, req: IncomingMessage, res: ServerRes
   const { def } = route
   answered.route = def.path
 
-  let principal: Principal | undefined
-  if (!def.access.public) {
-    const authenticated = await options.authenticator.authenticate({
-      cookie: req.headers.cookie,
-      authorization: req.headers.authorization,
-    })
-    if (authenticated === undefined) throw invalidCredentials()
-    principal = isAdmin(authenticated) ? authenticated : { ...authenticated, privileges: options.scopeOf(authenticated.id) }
-    authorize(def.access, principal, params)
-  }
-  route.checkParams?.(params)
-  const query = route.checkQuery?.(new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1))) ?? {}
-  let body: unknown
-  if (route.checkBody !== undefined) {
-    body = await readJsonBody(req, options.maxJsonBodySize)
-    if (body === undefined && def.bodyRequired) {
-      throw new KeelError('INVALID_PARAMETERS', 'a JSON body is required', { errors: [{ path: 'body', message: 'is required' }] })
+  const authenticated = def.access.public
+    ? undefined
+    : options.authenticator.authenticate({ cookie: req.headers.cookie, authorization: req.headers.authorization })
+  return then(authenticated, (caller) => {
+    let principal: Principal | undefined
+    if (!def.access.public) {
+      if (caller === undefined) throw invalidCredentials()
+      principal = isAdmin(caller) ? caller : { ...caller, privileges: options.scopeOf(caller.id) }
+      authorize(def.access, principal, params)
     }
-    if (body !== undefined) route.checkBody(body)
-  }
-  await def.handler({ req, res, params, query, body, principal, requestId, log: options.log })
+    route.checkParams?.(params)
+    const query = route.checkQuery?.(new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1))) ?? {}
+    const body: Maybe<unknown> = route.checkBody === undefined ? undefined : readJsonBody(req, options.maxJsonBodySize)
+    return then(body, (value) => {
+      if (route.checkBody !== undefined) {
+        if (value === undefined && def.bodyRequired) {
+          throw new KeelError('INVALID_PARAMETERS', 'a JSON body is required', { errors: [{ path: 'body', message: 'is required' }] })
+        }
+        if (value !== undefined) route.checkBody(value)
+      }
+      return def.handler({ req, res, params, query, body: value, principal, requestId, log: options.log })
+    })
+  })
 }
 
 export function createHttpServer(options: HttpOptions): Server {
@@ -93,12 +111,9 @@ export function createHttpServer(options: HttpOptions): Server {
     res.once('close', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6
       options.metrics.observeRequest(answered.route, req.method ?? 'GET', res.statusCode, ms / 1000)
-      log.info(
-        { reqId: requestId, method: req.method, url: req.url, status: res.statusCode, ms, ...(res.writableFinished ? {} : { aborted: true }) },
-        'request',
-      )
+      options.requestLog({ reqId: requestId, method: req.method, url: req.url, status: res.statusCode, ms, aborted: !res.writableFinished })
     })
-    handle(options, req, res, requestId, answered).catch((error: unknown) => {
+    const fail = (error: unknown): void => {
       if (res.headersSent) {
         // Too late for a status: cutting the connection is the only honest signal of a broken body.
         log.error({ reqId: requestId, err: error }, 'response failed after its headers were sent')
@@ -110,7 +125,13 @@ export function createHttpServer(options: HttpOptions): Server {
         res.setHeader('Connection', 'close')
       }
       if (sendError(res, error, requestId) >= 500) log.error({ reqId: requestId, err: error }, 'request failed')
-    })
+    }
+    try {
+      const pending = handle(options, req, res, requestId, answered)
+      if (isPromise(pending)) pending.catch(fail)
+    } catch (error) {
+      fail(error)
+    }
   })
   server.on('connection', watchRequestLine)
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, log, { maxHeaderSize: MAX_HEADER_SIZE }))
