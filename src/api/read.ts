@@ -10,6 +10,7 @@ import { ErrorResponses } from '../http/schemas.js'
 import { parseFields, pick, type FieldPath } from './projection.js'
 import type { ListingCache } from './listing-cache.js'
 import type { CollectionSource } from './sources.js'
+import { WatchQuery, type Watch } from './watch.js'
 
 export const BASE = '/rest/v0'
 
@@ -26,6 +27,7 @@ export const CollectionQuery = Type.Object({
   ),
   limit: Type.Optional(Type.Integer({ minimum: 0, description: 'Maximum number of objects returned' })),
   ndjson: Type.Optional(Type.Boolean({ description: 'Stream one JSON value per line (application/x-ndjson)' })),
+  ...WatchQuery,
 })
 
 interface CollectionQueryValue {
@@ -33,12 +35,13 @@ interface CollectionQueryValue {
   filter?: string
   limit?: number
   ndjson?: boolean
+  watch?: boolean
 }
 
-const hrefOf = (name: string, id: string): string => `${BASE}/${name}/${encodeURIComponent(id)}`
+export const hrefOf = (name: string, id: string): string => `${BASE}/${name}/${encodeURIComponent(id)}`
 
 /** `{...record, href}` made from the record's cached bytes, without serializing it again. */
-function withHref(record: Buffer, hrefText: string): Buffer {
+export function withHref(record: Buffer, hrefText: string): Buffer {
   return record.length <= 2
     ? Buffer.from(`{"href":${hrefText}}`)
     : Buffer.concat([record.subarray(0, record.length - 1), Buffer.from(`,"href":${hrefText}}`)])
@@ -48,6 +51,7 @@ export interface ListingOptions {
   readonly cache: JsonCache
   readonly listings: ListingCache
   readonly versions: Versions
+  readonly watch?: Watch
   /** false when the collection serves its single objects with a route of its own */
   readonly single?: boolean
 }
@@ -156,8 +160,10 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
         },
         ...ErrorResponses,
       },
-      handler: async ({ res, query }) => {
+      handler: async (ctx) => {
+        const { res, query } = ctx
         const q = query as CollectionQueryValue
+        if (q.watch === true && options.watch !== undefined) return options.watch(source, q, ctx)
         const contentType = q.ndjson === true ? NDJSON_TYPE : JSON_TYPE
         const key = JSON.stringify([source.name, q.fields ?? null, q.filter ?? null, q.limit ?? null, q.ndjson === true])
         const version = versions.of(versionTypes)

@@ -4,7 +4,14 @@ import { parseDuration } from './duration.js'
 
 export interface Config {
   readonly http: { readonly host: string; readonly port: number; readonly maxJsonBodySize: number }
-  readonly restApi: { readonly maxRamAllocatedPerSseClient: number }
+  readonly restApi: {
+    readonly maxRamAllocatedPerSseClient: number
+    readonly ssePingInterval: number
+    readonly eventResumeWindow: number
+    readonly eventLogMaxEvents: number
+    readonly maxRamAllocatedToEventLog: number
+    readonly streamCredentialCheckInterval: number
+  }
   readonly authentication: {
     readonly defaultTokenValidity: number
     readonly maxTokenValidity: number
@@ -70,7 +77,14 @@ const sections = {
   },
   'rest-api': {
     field: 'restApi',
-    keys: { maxRamAllocatedPerSseClient: { read: positiveNumberReader, default: 20 } },
+    keys: {
+      maxRamAllocatedPerSseClient: { read: positiveNumberReader, default: 20 },
+      ssePingInterval: { read: durationReader, default: 30_000 },
+      eventResumeWindow: { read: durationReader, default: 5 * 60_000 },
+      eventLogMaxEvents: { read: integerReader(0, 10_000_000), default: 100_000 },
+      maxRamAllocatedToEventLog: { read: positiveNumberReader, default: 64 },
+      streamCredentialCheckInterval: { read: durationReader, default: 10_000 },
+    },
   },
   authentication: {
     field: 'authentication',
