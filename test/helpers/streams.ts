@@ -1,4 +1,6 @@
 import { request, type IncomingMessage } from 'node:http'
+import { Readable, pipeline } from 'node:stream'
+import type { ReadableStream } from 'node:stream/web'
 import ndjson from 'ndjson'
 
 /** A long-lived response read as it comes, raw bytes kept for byte-exact checks. */
@@ -110,4 +112,13 @@ export function sseEvents(text: string): Array<{ id?: string; event: string; dat
       }
       return { ...(fields['id'] === undefined ? {} : { id: fields['id'] }), event: fields['event'] ?? '', data: JSON.parse(fields['data'] ?? 'null') as unknown }
     })
+}
+
+/** The values of a whole NDJSON body, parsed with the ndjson package. */
+export async function ndjsonValues<T = unknown>(response: Response): Promise<T[]> {
+  const values: T[] = []
+  if (response.body === null) return values
+  const lines = pipeline(Readable.fromWeb(response.body as ReadableStream), ndjson.parse(), () => {})
+  for await (const value of lines) values.push(value as T)
+  return values
 }
