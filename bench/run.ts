@@ -8,6 +8,7 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { packageRoot } from '../src/paths.js'
+import { eventsBench } from './events.js'
 import { serializationBench } from './serialize.js'
 import type { XoRecord } from '../src/driver/types.js'
 
@@ -92,6 +93,8 @@ async function main(): Promise<void> {
     const vms = all.map(({ href: _href, ...record }) => record as XoRecord)
     process.stdout.write(`Serialization of all ${vms.length} VMs (µs per listing, in-process):\n\n| method | µs/op |\n|---|---|\n`)
     for (const result of serializationBench(vms)) process.stdout.write(`| ${result.name} | ${result.microsPerOp.toFixed(0)} |\n`)
+    for (const child of children.splice(0)) child.kill('SIGTERM')
+    process.stdout.write('\n' + (await eventsBench({ connections: 1000, changes: 10000, vms: 1000, pin })))
   } finally {
     for (const child of children) child.kill('SIGTERM')
     rmSync(dataDir, { recursive: true, force: true })
