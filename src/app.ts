@@ -11,11 +11,8 @@ import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
 import { docsRoutes } from './api/docs.js'
 import { buildOpenApi } from './api/openapi.js'
-import { EventStreams } from './api/event-streams.js'
-import { eventRoutes } from './api/events.js'
-import type { LiveDeps } from './api/live.js'
-import { hrefOf, readRoutes, recordBytes, withHref } from './api/read.js'
-import { watchCollection } from './api/watch.js'
+import { createLiveChanges } from './api/live-changes.js'
+import { readRoutes } from './api/read.js'
 import { taskActions, taskRoutes } from './api/tasks.js'
 import { meRoutes, tokenRoutes } from './api/tokens.js'
 import { groupRoutes, userRoutes } from './api/users.js'
@@ -27,14 +24,10 @@ import { LabDriver } from './driver/lab/driver.js'
 import type { LabSpec } from './driver/lab/spec.js'
 import type { Driver } from './driver/types.js'
 import { EventBus } from './events/bus.js'
-import { Feeds, type ViewOf } from './events/feeds.js'
-import { EventLog } from './events/log.js'
 import { Versions } from './events/versions.js'
 import { JsonCache } from './http/json-cache.js'
 import type { RouteDef } from './http/route.js'
 import { Router } from './http/router.js'
-import { LiveStreams } from './http/live-streams.js'
-import { Flusher } from './http/outbox.js'
 import { createHttpServer } from './http/server.js'
 import { openDatabase, type Db } from './store/database.js'
 import { TaskManager } from './tasks/manager.js'
@@ -70,9 +63,6 @@ export interface App {
 const JSON_CACHE_BYTES = 256 * 1024 * 1024
 const LISTING_CACHE_BYTES = 64 * 1024 * 1024
 const LISTING_CACHE_ENTRY_BYTES = 8 * 1024 * 1024
-/** how long stream writes are gathered into one (peers notes 2.4: 10 to 25 ms) */
-const STREAM_FLUSH_MS = 15
-const MIB = 1024 * 1024
 
 /** The key that derives secrets of client-bound tokens; kept apart from the database file. */
 function loadClientKey(dataDir: string): Buffer {
@@ -130,37 +120,14 @@ export async function createApp(options: AppOptions): Promise<App> {
   })
   const sources = collectionSources({ driver, directory, tasks })
   const collectionOf = (type: string): string | undefined => sources.find((source) => source.type === type)?.name
-  const restApi = options.config.restApi
-  const eventLog = new EventLog(bus, {
-    maxEvents: restApi.eventLogMaxEvents,
-    maxBytes: restApi.maxRamAllocatedToEventLog * MIB,
-    window: restApi.eventResumeWindow,
-    clock,
-    sizeOf: (change) => recordBytes(cache, change.object).length,
-    onReaderError: (error) => log.error({ err: error }, 'event delivery failed'),
-  })
-  const views = new Map<string, ViewOf>(
-    sources.map((source) => [source.type, source.view ?? ((record) => (record.type === source.type ? record : undefined))]),
-  )
   const authenticator = new Authenticator(directory, tokens, { failureDelay: options.config.authentication.failedLoginDelay })
-  const flusher = new Flusher(STREAM_FLUSH_MS)
-  const liveStreams = new LiveStreams({ checkInterval: restApi.streamCredentialCheckInterval, log })
-  const live: LiveDeps = {
-    feeds: new Feeds(eventLog, views),
-    streams: liveStreams,
-    flusher,
-    maxBytes: Math.round(restApi.maxRamAllocatedPerSseClient * MIB),
-    recordBytes: (record) => recordBytes(cache, record),
-    authenticator,
-  }
-  const eventStreams = new EventStreams(live, { pingInterval: restApi.ssePingInterval, clock })
-  const watch = watchCollection(live, hrefOf, withHref)
+  const live = createLiveChanges({ bus, sources, cache, restApi: options.config.restApi, clock, log, authenticator })
   const actionDeps = { tasks, driver, collectionOf }
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
     ...meRoutes(),
-    ...sources.flatMap((source) => readRoutes(source, { cache, listings, versions, watch, single: source.type !== 'task' })),
+    ...sources.flatMap((source) => readRoutes(source, { cache, listings, versions, watch: live.watch, single: source.type !== 'task' })),
     ...taskRoutes(tasks, cache),
     ...sources.flatMap((source) =>
       actionRoutes(source, source.type === 'task' ? taskActions(tasks) : driverActions(source, driver), actionDeps),
@@ -170,7 +137,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...groupRoutes(directory),
     ...tokenRoutes(tokens, options.config.authentication),
     ...dashboardRoutes({ driver, clock }),
-    ...eventRoutes(eventStreams, [...views.keys()]),
+    ...live.routes,
     ...(options.extraRoutes ?? []),
   ]
   for (const route of routes) router.add(route)
@@ -213,9 +180,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       if (closed) return
       closed = true
       // Open streams never finish on their own: end them so that the server can close.
-      liveStreams.endAll()
-      eventStreams.close()
-      flusher.close()
+      live.close()
       // Stop accepting, let in-flight requests finish, then cut what is still open.
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeIdleConnections()
@@ -224,7 +189,6 @@ export async function createApp(options: AppOptions): Promise<App> {
       if (server.listening) await stopped
       clearTimeout(grace)
       tasks.close()
-      eventLog.close()
       versions.close()
       unsubscribeDriver()
       await driver.close()

@@ -78,10 +78,6 @@ export class Feeds {
     this.#views = views
   }
 
-  get collections(): readonly string[] {
-    return [...this.#views.keys()]
-  }
-
   /** the event number live delivery continues after */
   get position(): number {
     return this.#log.announced

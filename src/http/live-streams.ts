@@ -27,10 +27,6 @@ export class LiveStreams {
     this.#log = options.log
   }
 
-  get size(): number {
-    return this.#streams.size
-  }
-
   add(stream: LiveStream): () => void {
     this.#streams.add(stream)
     if (this.#timer === undefined) {

@@ -61,10 +61,6 @@ export class Outbox {
     res.once('close', () => this.close())
   }
 
-  get closed(): boolean {
-    return this.#closed
-  }
-
   push(frame: Buffer): void {
     if (this.#closed) return
     this.#pending.push(frame)

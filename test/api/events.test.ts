@@ -7,6 +7,8 @@ import { openStream, sseEvents, type OpenStream } from '../helpers/streams.js'
 
 type Obj = Record<string, unknown>
 const admin = { authorization: basic(ADMIN_EMAIL, ADMIN_PASSWORD) }
+/** the frames received whole: a frame may arrive in pieces */
+const complete = (text: string): string => text.slice(0, text.lastIndexOf('\n\n') + 2)
 const INIT = /^event: init\ndata: \{"id":"([0-9a-f-]{36})"\}\n\n/
 
 async function open(server: TestServer, headers: Record<string, string> = admin): Promise<{ stream: OpenStream; id: string }> {
@@ -35,7 +37,7 @@ t.test('event stream', async (t) => {
     t.equal(subscribed.status, 201)
     t.same(subscribed.body, { id: 'VM' })
     t.equal((await rename(server, demo.haltedVm, 'wire-1')).status, 204)
-    const text = await stream.until((text) => text.includes('wire-1'))
+    const text = await stream.until((text) => complete(text).includes('wire-1'))
     const frames = text.replace(INIT, '').replace(/event: ping\ndata: \{"ping":\d+\}\n\n/g, '')
     t.match(frames, /^id: \d+\nevent: update\ndata: \{"\$subscription":"VM","name_label":"wire-1"\}\n\n$/)
   })
@@ -43,7 +45,7 @@ t.test('event stream', async (t) => {
   t.test('ping every interval', async (t) => {
     const { stream } = await open(server)
     t.teardown(() => stream.close())
-    const text = await stream.until((text) => text.includes('event: ping'))
+    const text = await stream.until((text) => complete(text).includes('event: ping'))
     t.match(text, new RegExp(`event: ping\\ndata: \\{"ping":${server.clock.now}\\}\\n\\n`))
   })
 
@@ -65,7 +67,7 @@ t.test('event stream', async (t) => {
     t.equal(other.status, 404, "another user's connection does not exist for them")
 
     await rename(server, demo.haltedVm, 'lifecycle-1')
-    await stream.until((text) => text.includes('lifecycle-1'))
+    await stream.until((text) => complete(text).includes('lifecycle-1'))
     const events = sseEvents(stream.text()).filter((event) => event.event === 'update')
     t.same(events.map((event) => event.data), [{ $subscription: 'VM', name_label: 'lifecycle-1' }], 'one subscription, the latest fields')
 
@@ -75,7 +77,7 @@ t.test('event stream', async (t) => {
     await rename(server, demo.haltedVm, 'lifecycle-2')
     await server.request(`/rest/v0/users/${created.body.id}`, jsonBody({ name: 'marker' }, 'PATCH'))
     await server.request(`/rest/v0/users/${created.body.id}`, { method: 'DELETE' })
-    await stream.until((text) => text.includes('event: remove'))
+    await stream.until((text) => complete(text).includes('event: remove'))
     t.notMatch(stream.text(), 'lifecycle-2', 'no event after unsubscribing')
     t.equal((await server.request(`/rest/v0/events/nope/subscriptions/VM`, { method: 'DELETE' })).status, 404)
   })
@@ -88,7 +90,7 @@ t.test('event stream', async (t) => {
     await server.request(`/rest/v0/users/${created.body.id}`, jsonBody({ password: 'changed-password' }, 'PATCH'))
     await server.request(`/rest/v0/users/${created.body.id}`, jsonBody({ name: 'second' }, 'PATCH'))
     await server.request(`/rest/v0/users/${created.body.id}`, { method: 'DELETE' })
-    await stream.until((text) => text.includes('event: remove'))
+    await stream.until((text) => complete(text).includes('event: remove'))
     const events = sseEvents(stream.text()).filter((event) => event.event !== 'init' && event.event !== 'ping')
     t.same(
       events.map((event) => [event.event, event.data]),
@@ -107,7 +109,7 @@ t.test('event stream', async (t) => {
     t.teardown(() => stream.close())
     await subscribe(server, id, { collection: 'VM', fields: '*' })
     await rename(server, demo.runningVm, 'whole-record')
-    await stream.until((text) => text.includes('whole-record'))
+    await stream.until((text) => complete(text).includes('whole-record'))
     const update = sseEvents(stream.text()).find((event) => event.event === 'update')
     const record = (await server.json<Obj>(`/rest/v0/vms/${demo.runningVm}`)).body
     t.same(update?.data, { $subscription: 'VM', ...record })
@@ -127,7 +129,7 @@ t.test('resume with Last-Event-ID', async (t) => {
   const first = await open(server)
   await subscribe(server, first.id, { collection: 'VM', fields: ['name_label'] })
   await rename(server, demo.haltedVm, 'seen')
-  await first.stream.until((text) => text.includes('seen'))
+  await first.stream.until((text) => complete(text).includes('seen'))
   const lastId = sseEvents(first.stream.text()).find((event) => event.event === 'update')?.id as string
   first.stream.close()
   await rename(server, demo.haltedVm, 'missed-1')
@@ -138,7 +140,7 @@ t.test('resume with Last-Event-ID', async (t) => {
     const again = await open(server, { ...admin, 'last-event-id': lastId })
     t.teardown(() => again.stream.close())
     await subscribe(server, again.id, { collection: 'VM', fields: ['name_label'] })
-    await again.stream.until((text) => text.includes('missed-2'))
+    await again.stream.until((text) => complete(text).includes('missed-2'))
     const updates = sseEvents(again.stream.text()).filter((event) => event.event === 'update')
     t.same(updates.map((event) => event.data), [
       { $subscription: 'VM', name_label: 'missed-1' },
@@ -151,10 +153,10 @@ t.test('resume with Last-Event-ID', async (t) => {
     server.clock.advance(120_000)
     const late = await open(server, { ...admin, 'last-event-id': lastId })
     t.teardown(() => late.stream.close())
-    await late.stream.until((text) => text.includes('event: resync'))
+    await late.stream.until((text) => complete(text).includes('event: resync'))
     await subscribe(server, late.id, { collection: 'VM', fields: ['name_label'] })
     await rename(server, demo.haltedVm, 'after-resync')
-    await late.stream.until((text) => text.includes('after-resync'))
+    await late.stream.until((text) => complete(text).includes('after-resync'))
     const events = sseEvents(late.stream.text())
     t.same(events.map((event) => event.event), ['init', 'resync', 'update'])
     t.match(late.stream.text(), /^event: init\ndata: .*\n\nid: \d+\nevent: resync\ndata: \{\}\n\n/)
@@ -163,7 +165,7 @@ t.test('resume with Last-Event-ID', async (t) => {
   t.test('an id this process never gave: resync', async (t) => {
     const stale = await open(server, { ...admin, 'last-event-id': '12' })
     t.teardown(() => stale.stream.close())
-    await stale.stream.until((text) => text.includes('event: resync'))
+    await stale.stream.until((text) => complete(text).includes('event: resync'))
     t.pass()
   })
 })
@@ -179,7 +181,7 @@ t.test('a client that stops reading is cut off; the others are not', async (t) =
       },
     }),
   )
-  const server = await startServer({ config: { restApi: { maxRamAllocatedPerSseClient: 0.5 } }, app: { logger } })
+  const server = await startServer({ config: { restApi: { maxRamAllocatedPerSseClient: 1 } }, app: { logger } })
   t.teardown(() => server.close())
   const healthy = await open(server)
   await subscribe(server, healthy.id, { collection: 'VM' })
@@ -203,24 +205,25 @@ t.test('a client that stops reading is cut off; the others are not', async (t) =
   await subscribe(server, slowId, { collection: 'VM' })
 
   const blob = 'x'.repeat(32 * 1024)
-  const count = 1000
+  const count = 1500
   let previous = { id: 'synthetic-vm', type: 'VM', name_label: 'v0', blob }
   for (let i = 1; i <= count; i++) {
     const object = { ...previous, name_label: `v${i}` }
     server.app.bus.publish({ kind: 'update', object, previous })
     previous = object
-    // Bursts stay below the bound so that a client that reads is never cut off.
-    if (i % 8 === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+    // The reading client lives in this busy process: waiting for it to keep up within a few
+    // frames keeps it below the bound however loaded the machine is.
+    if (i % 8 === 0) await healthy.stream.until((text) => text.length >= (i - 16) * blob.length, 30_000)
   }
   // A paused socket sees the end only once it reads again.
   slow.resume()
   await slowClosed
-  await healthy.stream.until((text) => text.includes(`"name_label":"v${count}"`), 30_000)
+  await healthy.stream.until((text) => text.endsWith('\n\n') && text.includes(`"name_label":"v${count}"`), 30_000)
   t.equal(sseEvents(healthy.stream.text()).filter((event) => event.event === 'update').length, count, 'the reading client got every event')
   const logged = lines.find((line) => line['connection'] === slowId)
   t.ok(logged, 'an error names the connection')
   t.equal(logged?.['user'], ADMIN_EMAIL, 'and its user')
-  t.ok((logged?.['undelivered'] as number) <= 0.5 * 1024 * 1024 + 64 * 1024, 'undelivered bytes stayed near the bound')
+  t.ok((logged?.['undelivered'] as number) <= 1024 * 1024 + 64 * 1024, 'undelivered bytes stayed near the bound')
   healthy.stream.close()
 })
 
