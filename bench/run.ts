@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { packageRoot } from '../src/paths.js'
 import { aclBench } from './acl.js'
+import { eventsBench } from './events.js'
 import { filterBench } from './filter.js'
 import { serializationBench } from './serialize.js'
 import { formatsBench } from './formats.js'
@@ -101,6 +102,8 @@ async function main(): Promise<void> {
     for (const result of serializationBench(vms)) process.stdout.write(`| ${result.name} | ${result.microsPerOp.toFixed(0)} |\n`)
     process.stdout.write(`\nDisk format codecs, 512 MiB mixed disk (MiB/s of disk content, best of 3):\n\n| codec | MiB/s |\n|---|---|\n`)
     for (const result of await formatsBench()) process.stdout.write(`| ${result.name} | ${result.mibPerSecond.toFixed(0)} |\n`)
+    for (const child of children.splice(0)) child.kill('SIGTERM')
+    process.stdout.write('\n' + (await eventsBench({ connections: 1000, changes: 10000, vms: 1000, pin })))
   } finally {
     for (const child of children) child.kill('SIGTERM')
     rmSync(dataDir, { recursive: true, force: true })

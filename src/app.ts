@@ -14,6 +14,7 @@ import { dashboardRoutes } from './api/dashboard.js'
 import { docsRoutes } from './api/docs.js'
 import { operationsRoutes } from './api/operations-endpoints.js'
 import { buildOpenApi } from './api/openapi.js'
+import { createLiveChanges } from './api/live-changes.js'
 import { readRoutes } from './api/read.js'
 import type { CollectionSource } from './api/sources.js'
 import { taskActions, taskRoutes } from './api/tasks.js'
@@ -154,11 +155,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   const actionDeps = { tasks, driver, collectionOf, resourceOf }
   const authenticator = new Authenticator(directory, tokens, { failureDelay: options.config.authentication.failedLoginDelay })
   const metrics = new Metrics()
+  const live = createLiveChanges({ bus, sources, cache, restApi: options.config.restApi, clock, log, authenticator })
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
     ...meRoutes(),
-    ...sources.flatMap((source) => readRoutes(source, { cache, listings, versions, single: source.type !== 'task' })),
+    ...sources.flatMap((source) => readRoutes(source, { cache, listings, versions, watch: live.watch, single: source.type !== 'task' })),
     ...taskRoutes(sourceNamed('tasks'), tasks, cache),
     ...sources.flatMap((source) => actionRoutes(source, bindingsOf(source), actionDeps)),
     ...sources.flatMap((source) => changeRoutes(source, driver)),
@@ -174,6 +176,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...tokenRoutes(tokens, options.config.authentication),
     ...dashboardRoutes({ driver, clock }),
     ...operationsRoutes({ db, driver, metrics, authenticator, metricsToken: options.config.metrics.token }),
+    ...live.routes,
     ...(options.extraRoutes ?? []),
   ]
   for (const route of routes) router.add(route)
@@ -218,6 +221,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     close: async () => {
       if (closed) return
       closed = true
+      // Open streams never finish on their own: end them so that the server can close.
+      live.close()
       // Stop accepting, let in-flight requests finish, then cut what is still open.
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeIdleConnections()

@@ -72,6 +72,7 @@ function alarmSource(driver: Driver, linkOf: (object: XoRecord) => string | unde
     versionTypes: ['message'],
     resource: 'alarm',
     schema: schemaFor('alarm'),
+    view: (record) => (record.type === 'message' ? view(record) : undefined),
     *list() {
       for (const message of driver.objectsOfType('message')) {
         const alarm = view(message)

@@ -14,6 +14,7 @@ import { parseFields, pick, type FieldPath } from './projection.js'
 import type { ListingCache } from './listing-cache.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
+import { WatchQuery, type Watch } from './watch.js'
 
 export const CollectionQuery = Type.Object({
   fields: Type.Optional(
@@ -28,12 +29,13 @@ export const CollectionQuery = Type.Object({
   ),
   limit: Type.Optional(Type.Integer({ minimum: 0, description: 'Maximum number of objects returned' })),
   ndjson: Type.Optional(Type.Boolean({ description: 'Stream one JSON value per line (application/x-ndjson)' })),
+  ...WatchQuery,
 })
 
 export type CollectionQueryValue = Static<typeof CollectionQuery>
 
 /** `{...record, href}` made from the record's cached bytes, without serializing it again. */
-function withHref(record: Buffer, hrefText: string): Buffer {
+export function withHref(record: Buffer, hrefText: string): Buffer {
   return record.length <= 2
     ? Buffer.from(`{"href":${hrefText}}`)
     : Buffer.concat([record.subarray(0, record.length - 1), Buffer.from(`,"href":${hrefText}}`)])
@@ -43,6 +45,7 @@ export interface ListingOptions {
   readonly cache: JsonCache
   readonly listings: ListingCache
   readonly versions: Versions
+  readonly watch?: Watch
   /** false when the collection serves its single objects with a route of its own */
   readonly single?: boolean
 }
@@ -186,7 +189,9 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
       access: { ...privilegeOn(source, 'read'), listing: true },
       query: CollectionQuery,
       responses: listingResponses(schema),
-      handler: async ({ res, query: q, principal }) => {
+      handler: async (ctx) => {
+        const { res, query: q, principal } = ctx
+        if (q.watch === true && options.watch !== undefined) return options.watch(source, q, ctx)
         const contentType = q.ndjson === true ? NDJSON_TYPE : JSON_TYPE
         const visible = readableBy(principal, source.resource)
         // A listing is the caller's: keyed by the scope it was filtered with.

@@ -19,6 +19,8 @@ export interface CollectionSource {
   readonly versionTypes?: readonly string[]
   /** users may read their own record (`/users/<own id>`) without the read privilege */
   readonly selfReadable?: true
+  /** the record as this collection serves it, when it belongs here (default: its type is `type`) */
+  readonly view?: (record: XoRecord) => XoRecord | undefined
   list(): Iterable<XoRecord>
   get(id: string): XoRecord | undefined
 }

@@ -5,14 +5,16 @@ import { createApp } from '../app.js'
 import { ConfigError, loadConfig } from '../config/config.js'
 import { generateLab } from './lab.js'
 import { createToken } from './token.js'
+import { watch } from './watch.js'
 import { CliError } from './errors.js'
 
 const usage = `Usage:
   keel serve [--host HOST] [--port PORT] [--data-dir DIR] [--config FILE]
   keel token create --url URL --user EMAIL [--description TEXT] [--expires-in DURATION]
   keel lab generate --vms N [--hosts H] [--data-dir DIR] [--seed N]
+  keel watch <collection> --url URL [--filter F] [--fields a,b] [--json]
 
-Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create).`
+Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create), KEEL_TOKEN (watch).`
 
 async function serve(args: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -73,6 +75,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'serve') return serve(argv.slice(1))
   if (command === 'token' && sub === 'create') return createToken(rest)
   if (command === 'lab' && sub === 'generate') return generateLab(rest)
+  if (command === 'watch') return watch(argv.slice(1))
   if (command === undefined || command === '--help' || command === 'help') {
     process.stdout.write(usage + '\n')
     return

@@ -63,7 +63,14 @@ const sections = {
   },
   'rest-api': {
     field: 'restApi',
-    keys: { maxRamAllocatedPerSseClient: { read: positiveNumberReader, default: 20 } },
+    keys: {
+      maxRamAllocatedPerSseClient: { read: positiveNumberReader, default: 20 },
+      ssePingInterval: { read: durationReader, default: 30_000 },
+      eventResumeWindow: { read: durationReader, default: 5 * 60_000 },
+      eventLogMaxEvents: { read: integerReader(0, 10_000_000), default: 100_000 },
+      maxRamAllocatedToEventLog: { read: positiveNumberReader, default: 64 },
+      streamCredentialCheckInterval: { read: durationReader, default: 10_000 },
+    },
   },
   authentication: {
     field: 'authentication',

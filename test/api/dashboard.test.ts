@@ -2,6 +2,7 @@ import t from 'tap'
 import { labUsage } from '../../src/driver/lab/usage.js'
 import type { XoRecord } from '../../src/driver/types.js'
 import { basic, jsonBody, startServer } from '../helpers/server.js'
+import { ndjsonValues } from '../helpers/streams.js'
 
 interface Top {
   id: string
@@ -77,7 +78,7 @@ t.test('GET /rest/v0/pools/:id/dashboard', async (t) => {
     const response = await server.request(`${path}?ndjson=true`)
     t.equal(response.status, 200)
     t.match(response.headers.get('content-type'), /application\/x-ndjson/)
-    const lines = (await response.text()).trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+    const lines = await ndjsonValues<Record<string, unknown>>(response)
     t.equal(lines.length, 9)
     t.same(lines[0], { hosts: { status: whole.hosts.status } })
     t.same(lines[5], { hosts: { topFiveUsage: { ram: whole.hosts.topFiveUsage.ram } } })

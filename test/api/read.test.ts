@@ -1,6 +1,7 @@
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { startServer, type TestServer } from '../helpers/server.js'
+import { ndjsonValues } from '../helpers/streams.js'
 import { generateLabSpec } from '../../src/driver/lab/generate.js'
 
 type Obj = Record<string, unknown> & { href?: string; id?: string }
@@ -131,15 +132,13 @@ t.test('read API on the seeded demo lab', async (t) => {
       const response = await server.request(`/rest/v0/vms?${query}&fields=name_label&limit=4`)
       t.equal(response.status, 200)
       t.equal(response.headers.get('content-type'), 'application/x-ndjson')
-      const text = await response.text()
-      t.ok(text.endsWith('\n'))
-      const lines = text.trimEnd().split('\n').map((line) => JSON.parse(line) as Obj)
+      const lines = await ndjsonValues<Obj>(response)
       t.equal(lines.length, 4)
       for (const line of lines) t.same(Object.keys(line).sort(), ['href', 'name_label'])
     }
-    const hrefs = (await (await server.request('/rest/v0/hosts?ndjson=true')).text()).trimEnd().split('\n')
+    const hrefs = await ndjsonValues(await server.request('/rest/v0/hosts?ndjson=true'))
     t.equal(hrefs.length, 3)
-    for (const line of hrefs) t.match(JSON.parse(line), /^\/rest\/v0\/hosts\//)
+    for (const href of hrefs) t.match(href, /^\/rest\/v0\/hosts\//)
     const off = await server.request('/rest/v0/hosts?ndjson=false')
     t.match(off.headers.get('content-type'), /^application\/json/)
     const bad = await server.json('/rest/v0/hosts?ndjson=maybe')
@@ -212,7 +211,7 @@ t.test('a 10,000-VM lab lists in full, streamed, and survives a restart', async 
   t.equal(response.headers.get('content-length'), null, 'streamed, not built whole first')
   const vms = (await response.json()) as Obj[]
   t.equal(vms.length, 10000)
-  const ndjson = (await (await server.request('/rest/v0/vms?ndjson&fields=name_label')).text()).trimEnd().split('\n')
+  const ndjson = await ndjsonValues(await server.request('/rest/v0/vms?ndjson&fields=name_label'))
   t.equal(ndjson.length, 10000)
   const ids = (await list<string>(server, '/rest/v0/vms')).slice(0, 50)
   await server.close({ keepData: true })

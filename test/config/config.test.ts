@@ -15,7 +15,14 @@ const file = (name: string, text: string): string => {
 t.test('defaults', async (t) => {
   const config = loadConfig()
   t.same(config.http, { host: '127.0.0.1', port: 8080, maxJsonBodySize: 1024 * 1024 })
-  t.equal(config.restApi.maxRamAllocatedPerSseClient, 20)
+  t.same(config.restApi, {
+    maxRamAllocatedPerSseClient: 20,
+    ssePingInterval: 30_000,
+    eventResumeWindow: 300_000,
+    eventLogMaxEvents: 100_000,
+    maxRamAllocatedToEventLog: 64,
+    streamCredentialCheckInterval: 10_000,
+  })
   t.equal(config.authentication.defaultTokenValidity, 30 * 24 * 3600_000)
   t.equal(config.authentication.maxTokenValidity, parseDuration('0.5 year'))
 })

@@ -1,0 +1,73 @@
+import type { Logger } from 'pino'
+import type { Authenticator } from '../auth/authenticate.js'
+import type { Config } from '../config/config.js'
+import type { EventBus } from '../events/bus.js'
+import { Feeds, type ViewOf } from '../events/feeds.js'
+import { EventLog } from '../events/log.js'
+import type { JsonCache } from '../http/json-cache.js'
+import { LiveStreams } from '../http/live-streams.js'
+import { Flusher } from '../http/outbox.js'
+import type { RouteDef } from '../http/route.js'
+import { EventStreams } from './event-streams.js'
+import { eventRoutes } from './events.js'
+import type { LiveDeps } from './live.js'
+import { hrefOf } from './paths.js'
+import { recordBytes, withHref } from './read.js'
+import type { CollectionSource } from './sources.js'
+import { watchCollection, type Watch } from './watch.js'
+
+/** how long stream writes are gathered into one (peers notes 2.4: 10 to 25 ms) */
+const STREAM_FLUSH_MS = 15
+const MIB = 1024 * 1024
+
+export interface LiveChanges {
+  readonly watch: Watch
+  readonly routes: readonly RouteDef[]
+  /** ends every open stream and stops reading the bus */
+  close(): void
+}
+
+/** The event log and what reads it: collection watches and the event stream. */
+export function createLiveChanges(deps: {
+  readonly bus: EventBus
+  readonly sources: readonly CollectionSource[]
+  readonly cache: JsonCache
+  readonly restApi: Config['restApi']
+  readonly clock: () => number
+  readonly log: Logger
+  readonly authenticator: Authenticator
+}): LiveChanges {
+  const { restApi, cache, log } = deps
+  const eventLog = new EventLog(deps.bus, {
+    maxEvents: restApi.eventLogMaxEvents,
+    maxBytes: restApi.maxRamAllocatedToEventLog * MIB,
+    window: restApi.eventResumeWindow,
+    clock: deps.clock,
+    sizeOf: (change) => recordBytes(cache, change.object).length,
+    onReaderError: (error) => log.error({ err: error }, 'event delivery failed'),
+  })
+  const views = new Map<string, ViewOf>(
+    deps.sources.map((source) => [source.type, source.view ?? ((record) => (record.type === source.type ? record : undefined))]),
+  )
+  const flusher = new Flusher(STREAM_FLUSH_MS)
+  const streams = new LiveStreams({ checkInterval: restApi.streamCredentialCheckInterval, log })
+  const live: LiveDeps = {
+    feeds: new Feeds(eventLog, views),
+    streams,
+    flusher,
+    maxBytes: Math.round(restApi.maxRamAllocatedPerSseClient * MIB),
+    recordBytes: (record) => recordBytes(cache, record),
+    authenticator: deps.authenticator,
+  }
+  const eventStreams = new EventStreams(live, { pingInterval: restApi.ssePingInterval, clock: deps.clock })
+  return {
+    watch: watchCollection(live, hrefOf, withHref),
+    routes: eventRoutes(eventStreams, [...views.keys()]),
+    close: () => {
+      streams.endAll()
+      eventStreams.close()
+      flusher.close()
+      eventLog.close()
+    },
+  }
+}

@@ -1,0 +1,77 @@
+import type { IncomingMessage } from 'node:http'
+import type { Authenticator } from '../auth/authenticate.js'
+import type { Principal } from '../auth/principal.js'
+import type { XoRecord } from '../driver/types.js'
+import type { Feeds } from '../events/feeds.js'
+import type { LiveStreams } from '../http/live-streams.js'
+import { Flusher, Outbox } from '../http/outbox.js'
+import type { RouteContext } from '../http/route.js'
+
+/** What watch and event-stream routes share. */
+export interface LiveDeps {
+  readonly feeds: Feeds
+  readonly streams: LiveStreams
+  readonly flusher: Flusher
+  /** undelivered bytes allowed per connection (`maxRamAllocatedPerSseClient`) */
+  readonly maxBytes: number
+  readonly recordBytes: (record: XoRecord) => Buffer
+  readonly authenticator: Authenticator
+}
+
+/** Whether the credentials of `req` still authenticate the same user with the same rights. */
+function stillAllowed(authenticator: Authenticator, req: IncomingMessage, principal: Principal): () => Promise<boolean> {
+  const credentials = { cookie: req.headers.cookie, authorization: req.headers.authorization }
+  return async () => {
+    try {
+      const now = await authenticator.authenticate(credentials)
+      return now !== undefined && now.id === principal.id && now.permission === principal.permission
+    } catch {
+      return false
+    }
+  }
+}
+
+export interface LiveResponse {
+  readonly outbox: Outbox
+  /** runs once when the response closes, however it closes */
+  onClose(cleanup: () => void): void
+}
+
+/**
+ * Starts a long-lived 200 response: headers go out at once (a watcher knows
+ * it is watching before it lists), writes are coalesced and bounded, and the
+ * stream is registered for credential checks and shutdown.
+ */
+export function openLiveResponse(deps: LiveDeps, ctx: RouteContext, contentType: string, label: Record<string, string>): LiveResponse {
+  const { res, req, log } = ctx
+  const principal = ctx.principal as Principal
+  const fullLabel = { ...label, user: principal.email, userId: principal.id }
+  res.statusCode = 200
+  res.setHeader('Content-Type', contentType)
+  res.setHeader('Cache-Control', 'no-cache, no-transform')
+  res.setHeader('Connection', 'keep-alive')
+  res.flushHeaders()
+  const socket = res.socket
+  const outbox = new Outbox(res, {
+    limit: deps.maxBytes,
+    flusher: deps.flusher,
+    onOverflow: (undelivered) =>
+      log.error({ ...fullLabel, undelivered, limit: deps.maxBytes }, 'too much undelivered data for a stream connection: closing it'),
+  })
+  const cleanups: Array<() => void> = []
+  const unregister = deps.streams.add({
+    label: fullLabel,
+    stillAllowed: stillAllowed(deps.authenticator, req, principal),
+    end: () => {
+      outbox.end()
+      // The client is told by the end of the body; the connection is not kept for another request.
+      res.once('finish', () => socket?.end())
+    },
+  })
+  cleanups.push(unregister)
+  res.once('close', () => {
+    outbox.close()
+    for (const cleanup of cleanups) cleanup()
+  })
+  return { outbox, onClose: (cleanup) => cleanups.push(cleanup) }
+}

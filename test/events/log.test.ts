@@ -1,0 +1,111 @@
+import t from 'tap'
+import type { ObjectChange, XoRecord } from '../../src/driver/types.js'
+import { EventBus } from '../../src/events/bus.js'
+import { toFeedEvent } from '../../src/events/feeds.js'
+import { EventLog, type LoggedChange } from '../../src/events/log.js'
+import { watchFormat } from '../../src/events/watch-format.js'
+import { subscriptionFormat } from '../../src/events/sse-format.js'
+
+const vm = (id: string, fields: Record<string, unknown> = {}): XoRecord => ({ id, type: 'VM', ...fields })
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+function makeLog(options: { maxEvents?: number; maxBytes?: number; window?: number } = {}) {
+  const bus = new EventBus()
+  let now = 0
+  const log = new EventLog(bus, {
+    maxEvents: options.maxEvents ?? 1000,
+    maxBytes: options.maxBytes ?? 1 << 20,
+    window: options.window ?? 60_000,
+    clock: () => now,
+    sizeOf: () => 100,
+    onReaderError: () => {},
+  })
+  return { bus, log, advance: (ms: number) => (now += ms) }
+}
+
+t.test('numbers increase from the boot number; readers are told after the commit, in one batch', async (t) => {
+  const { bus, log } = makeLog()
+  t.teardown(() => log.close())
+  const batches: number[][] = []
+  log.read((entries) => batches.push(entries.map((entry) => entry.seq)))
+  bus.publish({ kind: 'add', object: vm('a') })
+  bus.publish({ kind: 'add', object: vm('b') })
+  t.same(batches, [], 'not inside the commit')
+  t.equal(log.announced, log.boot)
+  await turn()
+  t.same(batches, [[log.boot + 1, log.boot + 2]])
+  t.equal(log.announced, log.boot + 2)
+  t.same(log.since(log.boot + 1)?.map((entry) => entry.seq), [log.boot + 2])
+  t.ok(log.boot > Date.now() * 1000 - 60_000_000, 'the boot number comes from the start time')
+})
+
+t.test('bounds by count, bytes and age; a dropped range answers undefined', async (t) => {
+  const cases = [
+    { name: 'count', options: { maxEvents: 3 }, age: 0, kept: 3 },
+    { name: 'bytes', options: { maxBytes: 250 }, age: 0, kept: 2 },
+    { name: 'age', options: { window: 1000 }, age: 2000, kept: 0 },
+  ]
+  for (const { name, options, age, kept } of cases) {
+    const { bus, log, advance } = makeLog(options)
+    for (let i = 0; i < 5; i++) bus.publish({ kind: 'add', object: vm(`v${i}`) })
+    await turn()
+    advance(age)
+    const last = log.boot + 5
+    t.equal(log.since(last - kept)?.length, kept, `${name}: the kept events`)
+    t.equal(log.since(last - kept - 1), undefined, `${name}: one more is no longer held`)
+    t.equal(log.since(last + 1), undefined, `${name}: a future number is not held`)
+    log.close()
+  }
+})
+
+const logged = (change: ObjectChange): LoggedChange => ({ seq: 7, at: 0, change })
+const onlyVms = (record: XoRecord): XoRecord | undefined => (record.type === 'VM' ? record : undefined)
+
+t.test('a change as a collection sees it', async (t) => {
+  const template = { id: 'x', type: 'VM-template' }
+  const rows: Array<[string, ObjectChange, string | undefined]> = [
+    ['add', { kind: 'add', object: vm('x') }, 'add'],
+    ['update', { kind: 'update', object: vm('x', { n: 2 }), previous: vm('x', { n: 1 }) }, 'update'],
+    ['remove', { kind: 'remove', object: vm('x') }, 'remove'],
+    ['converted away', { kind: 'update', object: template, previous: vm('x') }, 'remove'],
+    ['converted in', { kind: 'update', object: vm('x'), previous: template }, 'add'],
+    ['update without previous', { kind: 'update', object: vm('x') }, 'update'],
+    ['another collection', { kind: 'add', object: template }, undefined],
+  ]
+  for (const [name, change, kind] of rows) t.equal(toFeedEvent(logged(change), onlyVms)?.kind, kind, name)
+})
+
+t.test('watch lines judge the filter on both sides', async (t) => {
+  const format = watchFormat({
+    fields: 'name',
+    paths: [['name']],
+    predicate: (record) => record['name'] === 'in',
+    numbered: false,
+    hrefOf: (id) => `/rest/v0/vms/${id}`,
+    withHref: () => Buffer.from(''),
+  })
+  const line = (change: ObjectChange): string | undefined => {
+    const event = toFeedEvent(logged(change), onlyVms)
+    return event === undefined ? undefined : format(event)?.toString()
+  }
+  const rows: Array<[string, ObjectChange, string | undefined]> = [
+    ['enters', { kind: 'update', object: vm('x', { name: 'in' }), previous: vm('x', { name: 'out' }) }, '["update",{"name":"in","href":"/rest/v0/vms/x"}]\n'],
+    ['leaves', { kind: 'update', object: vm('x', { name: 'out' }), previous: vm('x', { name: 'in' }) }, '["remove",{"href":"/rest/v0/vms/x"}]\n'],
+    ['never matches', { kind: 'update', object: vm('x', { name: 'out' }), previous: vm('x', { name: 'other' }) }, undefined],
+    ['added outside', { kind: 'add', object: vm('x', { name: 'out' }) }, undefined],
+    ['removed inside', { kind: 'remove', object: vm('x', { name: 'in' }) }, '["remove",{"href":"/rest/v0/vms/x"}]\n'],
+    ['removed outside', { kind: 'remove', object: vm('x', { name: 'out' }) }, undefined],
+  ]
+  for (const [name, change, expected] of rows) t.equal(line(change), expected, name)
+})
+
+t.test('subscription frames: $subscription first, suppression only with fields', async (t) => {
+  const bytesOf = (record: XoRecord): Buffer => Buffer.from(JSON.stringify(record))
+  const event = toFeedEvent(logged({ kind: 'update', object: vm('x', { a: 1, b: 2 }), previous: vm('x', { a: 1, b: 1 }) }), onlyVms)!
+  t.equal(subscriptionFormat('VM', [['a']], bytesOf)(event), undefined, 'a change outside the fields is not sent')
+  t.equal(subscriptionFormat('VM', [['b']], bytesOf)(event)?.toString(), 'id: 7\nevent: update\ndata: {"$subscription":"VM","b":2}\n\n')
+  t.equal(
+    subscriptionFormat('VM', undefined, bytesOf)(event)?.toString(),
+    'id: 7\nevent: update\ndata: {"$subscription":"VM","id":"x","type":"VM","a":1,"b":2}\n\n',
+  )
+})
