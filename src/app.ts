@@ -155,7 +155,17 @@ export async function createApp(options: AppOptions): Promise<App> {
   const actionDeps = { tasks, driver, collectionOf, resourceOf }
   const authenticator = new Authenticator(directory, tokens, { failureDelay: options.config.authentication.failedLoginDelay })
   const metrics = new Metrics()
-  const live = createLiveChanges({ bus, sources, cache, restApi: options.config.restApi, clock, log, authenticator })
+  const live = createLiveChanges({
+    bus,
+    sources,
+    cache,
+    restApi: options.config.restApi,
+    clock,
+    log,
+    authenticator,
+    scopeOf: (userId) => acl.scopeOf(userId),
+    metrics,
+  })
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import type { Principal } from '../auth/principal.js'
+import { isAdmin, type Principal } from '../auth/principal.js'
+import { notEnoughPrivileges } from '../acl/check.js'
 import { noSuchObject } from '../errors.js'
-import type { FeedEvent, Sink } from '../events/feeds.js'
+import type { FeedEvent, Formatter, Sink } from '../events/feeds.js'
+import { judgedFormat, streamVisibility } from './live-access.js'
 import { sseFrame, subscriptionFormat } from '../events/sse-format.js'
 import type { RouteContext } from '../http/route.js'
 import type { Outbox } from '../http/outbox.js'
@@ -67,10 +69,17 @@ export class EventStreams {
   /** Subscribes, or replaces the fields of an existing subscription. */
   subscribe(connectionId: string, principal: Principal, collection: string, fields: readonly string[] | undefined): void {
     const connection = this.#connection(connectionId, principal)
+    const resource = this.#deps.resourceOf(collection)
+    // Subscribing to what no privilege lets the user read is refused, as a listing's route would be.
+    if (!isAdmin(principal) && (resource === undefined || !this.#deps.scopeOf(principal.id).mayAllow(resource, 'read'))) {
+      throw notEnoughPrivileges([{ resource: resource ?? collection, action: 'read' }])
+    }
     connection.subscriptions.get(collection)?.()
     const paths = fields?.map((field) => field.split('.'))
-    const makeFormat = () => subscriptionFormat(collection, paths, this.#deps.recordBytes)
-    const key = fields === undefined ? '*' : JSON.stringify(fields)
+    const visible = streamVisibility(principal, resource, this.#deps.scopeOf)
+    const makeFormat = (): Formatter => judgedFormat(subscriptionFormat(collection, paths, this.#deps.recordBytes), visible)
+    // Frames are shared by subscribers of the same field set, and, past access control, of the same user.
+    const key = JSON.stringify([fields ?? '*', visible === undefined ? null : principal.id])
     if (connection.resumeFrom !== undefined && !connection.replayed.has(collection)) {
       connection.replayed.add(collection)
       if (!this.#deps.feeds.replay(collection, connection.resumeFrom, makeFormat(), connection.sink)) connection.outbox.push(this.#resync())

@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox'
-import type { Principal } from '../auth/principal.js'
 import { sendJson, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
@@ -9,9 +8,9 @@ import { BASE } from './paths.js'
 const TAG = 'events'
 
 /**
- * The event stream and its subscriptions. No privilege of the catalogue
- * covers events yet, so these routes are for administrators until access
- * control judges each delivered object.
+ * The event stream and its subscriptions. Any user may open a stream; what
+ * it delivers is judged per object against the user's read privileges, and
+ * subscribing to a collection they may read nothing of is refused.
  */
 export function eventRoutes(streams: EventStreams, collections: readonly string[]): RouteDef[] {
   const Collection = Type.Union(collections.map((name) => Type.Literal(name)), { description: 'A record type' })
@@ -22,7 +21,7 @@ export function eventRoutes(streams: EventStreams, collections: readonly string[
       operationId: 'open-event-stream',
       summary: 'Open a Server-Sent Events stream',
       tags: [TAG],
-      access: {},
+      access: { authenticated: true },
       responses: {
         200: {
           description:
@@ -42,7 +41,7 @@ export function eventRoutes(streams: EventStreams, collections: readonly string[
       operationId: 'subscribe-events',
       summary: 'Subscribe an event connection to a collection (again: replace its fields)',
       tags: [TAG],
-      access: {},
+      access: { authenticated: true },
       params: Type.Object({ id: Type.String() }),
       body: Type.Object(
         {
@@ -54,8 +53,8 @@ export function eventRoutes(streams: EventStreams, collections: readonly string[
       bodyRequired: true,
       responses: { 201: { description: 'The subscription id, which is the collection', schema: Type.Object({ id: Type.String() }) }, ...BodyErrorResponses },
       handler: ({ res, params, body, principal }) => {
-        const { collection, fields } = body as { collection: string; fields?: '*' | string[] }
-        streams.subscribe(params['id'] as string, principal as Principal, collection, fields === '*' ? undefined : fields)
+        const { collection, fields } = body
+        streams.subscribe(params.id, principal, collection, fields === '*' ? undefined : fields)
         sendJson(res, 201, { id: collection })
       },
     }),
@@ -65,11 +64,11 @@ export function eventRoutes(streams: EventStreams, collections: readonly string[
       operationId: 'unsubscribe-events',
       summary: 'Unsubscribe an event connection from a collection',
       tags: [TAG],
-      access: {},
+      access: { authenticated: true },
       params: Type.Object({ id: Type.String(), collection: Type.String() }),
       responses: { 204: { description: 'Unsubscribed (also when it was not subscribed)' }, ...ErrorResponses },
       handler: ({ res, params, principal }) => {
-        streams.unsubscribe(params['id'] as string, principal as Principal, params['collection'] as string)
+        streams.unsubscribe(params.id, principal, params.collection)
         sendNoContent(res)
       },
     }),

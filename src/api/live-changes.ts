@@ -1,5 +1,7 @@
 import type { Logger } from 'pino'
+import type { PrivilegeSet } from '../acl/evaluate.js'
 import type { Authenticator } from '../auth/authenticate.js'
+import type { Metrics } from '../http/metrics.js'
 import type { Config } from '../config/config.js'
 import type { EventBus } from '../events/bus.js'
 import { Feeds, type ViewOf } from '../events/feeds.js'
@@ -36,6 +38,8 @@ export function createLiveChanges(deps: {
   readonly clock: () => number
   readonly log: Logger
   readonly authenticator: Authenticator
+  readonly scopeOf: (userId: string) => PrivilegeSet
+  readonly metrics: Metrics
 }): LiveChanges {
   const { restApi, cache, log } = deps
   const eventLog = new EventLog(deps.bus, {
@@ -58,6 +62,9 @@ export function createLiveChanges(deps: {
     maxBytes: Math.round(restApi.maxRamAllocatedPerSseClient * MIB),
     recordBytes: (record) => recordBytes(cache, record),
     authenticator: deps.authenticator,
+    scopeOf: deps.scopeOf,
+    resourceOf: (type) => deps.sources.find((source) => source.type === type)?.resource,
+    metrics: deps.metrics,
   }
   const eventStreams = new EventStreams(live, { pingInterval: restApi.ssePingInterval, clock: deps.clock })
   return {

@@ -6,6 +6,8 @@ import type { Feeds } from '../events/feeds.js'
 import type { LiveStreams } from '../http/live-streams.js'
 import { Flusher, Outbox } from '../http/outbox.js'
 import type { RouteContext } from '../http/route.js'
+import type { Metrics } from '../http/metrics.js'
+import type { PrivilegeSet } from '../acl/evaluate.js'
 
 /** What watch and event-stream routes share. */
 export interface LiveDeps {
@@ -16,6 +18,11 @@ export interface LiveDeps {
   readonly maxBytes: number
   readonly recordBytes: (record: XoRecord) => Buffer
   readonly authenticator: Authenticator
+  /** a non-administrator's privileges as they are now */
+  readonly scopeOf: (userId: string) => PrivilegeSet
+  /** the access-control resource of each record type (collection) */
+  readonly resourceOf: (type: string) => string | undefined
+  readonly metrics: Metrics
 }
 
 /** Whether the credentials of `req` still authenticate the same user with the same rights. */
@@ -58,7 +65,15 @@ export function openLiveResponse(deps: LiveDeps, ctx: RouteContext, contentType:
     onOverflow: (undelivered) =>
       log.error({ ...fullLabel, undelivered, limit: deps.maxBytes }, 'too much undelivered data for a stream connection: closing it'),
   })
-  const cleanups: Array<() => void> = []
+  const kind = label['watch'] === undefined ? 'events' : 'watch'
+  deps.metrics.openStreams.inc({ kind })
+  if (kind === 'events') deps.metrics.eventConnections.inc()
+  const cleanups: Array<() => void> = [
+    () => {
+      deps.metrics.openStreams.dec({ kind })
+      if (kind === 'events') deps.metrics.eventConnections.dec()
+    },
+  ]
   const unregister = deps.streams.add({
     label: fullLabel,
     stillAllowed: stillAllowed(deps.authenticator, req, principal),

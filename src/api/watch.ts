@@ -8,6 +8,9 @@ import type { RouteContext } from '../http/route.js'
 import { openLiveResponse, type LiveDeps } from './live.js'
 import { parseFields } from './projection.js'
 import type { CollectionSource } from './sources.js'
+import type { Principal } from '../auth/principal.js'
+import type { XoRecord } from '../driver/types.js'
+import { streamVisibility } from './live-access.js'
 
 /** The listing parameters of watch mode. */
 export const WatchQuery = {
@@ -38,10 +41,16 @@ export type Watch = (source: CollectionSource, query: WatchQueryValue, ctx: Rout
 export function watchCollection(deps: LiveDeps, hrefOf: (collection: string, id: string) => string, withHref: (record: Buffer, href: string) => Buffer): Watch {
   return (source, query, ctx) => {
     if (query.ndjson !== true) throw badQuery('watch', 'watch=true requires ndjson=true')
-    const predicate = query.filter === undefined ? undefined : compileFilter(query.filter)
+    const matching = query.filter === undefined ? undefined : compileFilter(query.filter)
+    const principal = ctx.principal as Principal
+    const visible = streamVisibility(principal, source.resource, deps.scopeOf)
+    // Objects the user may not read never show; one that stops being readable leaves, as it does a filter.
+    const predicate =
+      visible === undefined ? matching : matching === undefined ? visible : (record: XoRecord) => matching(record) && visible(record)
     const fields = query.fields
     const numbered = query.since !== undefined
-    const key = JSON.stringify([fields ?? null, query.filter ?? null, numbered])
+    // Lines are shared by watchers of the same query, and, past access control, of the same user.
+    const key = JSON.stringify([fields ?? null, query.filter ?? null, numbered, visible === undefined ? null : principal.id])
     const makeFormat = () =>
       watchFormat({
         fields,
