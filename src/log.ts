@@ -1,5 +1,6 @@
 import { hostname } from 'node:os'
 import { pino, type Logger } from 'pino'
+import { LogDestination } from './log-destination.js'
 
 /** One answered request, as its log line says it. */
 export interface RequestLogEntry {
@@ -22,14 +23,13 @@ export interface ServiceLog {
 const INFO = 30
 
 /**
- * pino to stderr through a buffered, asynchronous destination: a log line
- * costs a copy into the buffer, and the write happens once 8 KiB have
- * gathered, off the request's path. The request line, written once per
- * request, is formatted here in pino's own shape rather than through pino's
- * generic serializer, which cost a third of a single-object read.
+ * pino to stderr through a buffered, asynchronous destination (see
+ * LogDestination). The request line, written once per request, is formatted
+ * here in pino's own shape rather than through pino's generic serializer,
+ * which cost a third of a single-object read.
  */
 export function createServiceLog(level: string): ServiceLog {
-  const destination = pino.destination({ fd: 2, sync: false, minLength: 8192 })
+  const destination = new LogDestination(2)
   const log = pino({ level }, destination)
   const prefix = `{"level":${INFO},"time":`
   const bindings = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`

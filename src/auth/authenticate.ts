@@ -22,17 +22,21 @@ interface VerifiedLogin {
 /** Reads one cookie without a dependency: names are matched exactly, values kept as sent. */
 function readCookie(header: string | undefined, name: string): string | undefined {
   if (header === undefined) return undefined
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=')
-    if (eq === -1) continue
-    if (part.slice(0, eq).trim() === name) {
-      const value = part.slice(eq + 1).trim()
+  // Scanned in place: splitting the header into pieces showed in the single-object profile.
+  for (let start = 0; start < header.length; ) {
+    let end = header.indexOf(';', start)
+    if (end === -1) end = header.length
+    const eq = header.indexOf('=', start)
+    if (eq !== -1 && eq < end && header.slice(start, eq).trim() === name) {
+      const value = header.slice(eq + 1, end).trim()
+      if (!value.includes('%')) return value
       try {
         return decodeURIComponent(value)
       } catch {
         return value
       }
     }
+    start = end + 1
   }
   return undefined
 }
