@@ -5,10 +5,14 @@ t.test('users and groups', async (t) => {
   const server = await startServer()
   t.teardown(() => server.close())
 
-  const created = await server.json<{ id: string }>('/rest/v0/users', jsonBody({ email: 'ops@example.org', password: 'pw-1', name: 'Ops' }))
-  t.equal(created.status, 201)
-  const userId = created.body.id
-  t.equal(created.response.headers.get('location'), `/rest/v0/users/${userId}`)
+  // Each subtest makes the user it changes, so none depends on another having run.
+  const newUser = async (email: string, password = 'pw-1'): Promise<string> => {
+    const created = await server.json<{ id: string }>('/rest/v0/users', jsonBody({ email, password, name: 'Ops' }))
+    t.equal(created.status, 201)
+    t.equal(created.response.headers.get('location'), `/rest/v0/users/${created.body.id}`)
+    return created.body.id
+  }
+  const userId = await newUser('ops@example.org')
 
   t.test('the record never carries the password or its hash', async (t) => {
     const { status, body } = await server.json<Record<string, unknown>>(`/rest/v0/users/${userId}`)
@@ -46,23 +50,24 @@ t.test('users and groups', async (t) => {
   })
 
   t.test('PATCH changes only the given fields; invalid patches change nothing', async (t) => {
-    const patched = await server.request(`/rest/v0/users/${userId}`, jsonBody({ name: 'Operations', password: 'pw-2' }, 'PATCH'))
+    const patchedId = await newUser('patched@example.org')
+    const patched = await server.request(`/rest/v0/users/${patchedId}`, jsonBody({ name: 'Operations', password: 'pw-2' }, 'PATCH'))
     t.equal(patched.status, 204)
-    const { body } = await server.json<{ name: string; email: string }>(`/rest/v0/users/${userId}`)
+    const { body } = await server.json<{ name: string; email: string }>(`/rest/v0/users/${patchedId}`)
     t.equal(body.name, 'Operations')
-    t.equal(body.email, 'ops@example.org')
-    t.same((await server.json('/rest/v0/users', { auth: basic('ops@example.org', 'pw-2') })).body, [], 'listings show what may be read')
-    t.equal((await server.request('/rest/v0/users', { auth: basic('ops@example.org', 'pw-1') })).status, 401)
+    t.equal(body.email, 'patched@example.org')
+    t.same((await server.json('/rest/v0/users', { auth: basic('patched@example.org', 'pw-2') })).body, [], 'listings show what may be read')
+    t.equal((await server.request('/rest/v0/users', { auth: basic('patched@example.org', 'pw-1') })).status, 401)
 
-    const bad = await server.json(`/rest/v0/users/${userId}`, jsonBody({ name: 'Zed', permission: 'root' }, 'PATCH'))
+    const bad = await server.json(`/rest/v0/users/${patchedId}`, jsonBody({ name: 'Zed', permission: 'root' }, 'PATCH'))
     t.equal(bad.status, 422)
-    t.equal((await server.json<{ name: string }>(`/rest/v0/users/${userId}`)).body.name, 'Operations')
-    const empty = await server.json(`/rest/v0/users/${userId}`, jsonBody({}, 'PATCH'))
+    t.equal((await server.json<{ name: string }>(`/rest/v0/users/${patchedId}`)).body.name, 'Operations')
+    const empty = await server.json(`/rest/v0/users/${patchedId}`, jsonBody({}, 'PATCH'))
     t.equal(empty.status, 422)
   })
 
   t.test('a non-administrator reaches only the self endpoints', async (t) => {
-    const auth = basic('ops@example.org', 'pw-2')
+    const auth = basic('ops@example.org', 'pw-1')
     const me = await server.request('/rest/v0/users/me?fields=email', { auth })
     t.equal(me.status, 307)
     t.equal(me.headers.get('location'), `/rest/v0/users/${userId}?fields=email`)
@@ -111,9 +116,11 @@ t.test('users and groups', async (t) => {
   })
 
   t.test('DELETE removes the user and their access', async (t) => {
-    t.equal((await server.request(`/rest/v0/users/${userId}`, { method: 'DELETE' })).status, 204)
-    t.equal((await server.json(`/rest/v0/users/${userId}`)).status, 404)
-    t.equal((await server.request('/rest/v0/users/me', { auth: basic('ops@example.org', 'pw-2') })).status, 401)
+    const deletedId = await newUser('deleted@example.org')
+    t.equal((await server.request('/rest/v0/users/me', { auth: basic('deleted@example.org', 'pw-1') })).status, 307)
+    t.equal((await server.request(`/rest/v0/users/${deletedId}`, { method: 'DELETE' })).status, 204)
+    t.equal((await server.json(`/rest/v0/users/${deletedId}`)).status, 404)
+    t.equal((await server.request('/rest/v0/users/me', { auth: basic('deleted@example.org', 'pw-1') })).status, 401)
   })
 })
 
