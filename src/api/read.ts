@@ -191,7 +191,8 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
       responses: listingResponses(schema),
       handler: async (ctx) => {
         const { res, query: q, principal } = ctx
-        if (q.watch === true && options.watch !== undefined) return options.watch(source, q, ctx)
+        // HEAD is answered by this GET route: it gets a listing's headers, never a stream that would not end.
+        if (q.watch === true && ctx.req.method !== 'HEAD' && options.watch !== undefined) return options.watch(source, q, ctx)
         const contentType = q.ndjson === true ? NDJSON_TYPE : JSON_TYPE
         const visible = readableBy(principal, source.resource)
         // A listing is the caller's: keyed by the scope it was filtered with.

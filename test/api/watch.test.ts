@@ -132,3 +132,12 @@ t.test('the documented recipe (watch, then list, then apply) loses nothing under
   t.ok(lines.values.length > 0)
   t.same(new Map([...copy.entries()].sort()), new Map(final.map((vm) => [vm.href, vm] as [string, Obj]).sort()))
 })
+
+t.test('HEAD on a watch answers headers and ends', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const response = await server.request('/rest/v0/vms?ndjson=true&watch=true', { method: 'HEAD' })
+  t.equal(response.status, 200)
+  t.equal(response.headers.get('content-type'), 'application/x-ndjson')
+  t.equal(await response.text(), '')
+})
