@@ -5,9 +5,8 @@ import { noSuchObject } from '../errors.js'
 import type { FeedEvent, Formatter, Sink } from '../events/feeds.js'
 import { judgedFormat, streamVisibility } from './live-access.js'
 import { sseFrame, subscriptionFormat } from '../events/sse-format.js'
-import type { RouteContext } from '../http/route.js'
 import type { Outbox } from '../http/outbox.js'
-import { openLiveResponse, type LiveDeps } from './live.js'
+import { openLiveResponse, type LiveContext, type LiveDeps } from './live.js'
 
 export const SSE_TYPE = 'text/event-stream'
 
@@ -43,8 +42,8 @@ export class EventStreams {
     this.#options = options
   }
 
-  open(ctx: RouteContext, lastEventId: string | undefined): void {
-    const principal = ctx.principal as Principal
+  open(ctx: LiveContext, lastEventId: string | undefined): void {
+    const { principal } = ctx
     const id = randomUUID()
     const { outbox, onClose } = openLiveResponse(this.#deps, ctx, SSE_TYPE, { connection: id })
     outbox.push(sseFrame('init', JSON.stringify({ id })))

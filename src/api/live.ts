@@ -49,9 +49,11 @@ export interface LiveResponse {
  * it is watching before it lists), writes are coalesced and bounded, and the
  * stream is registered for credential checks and shutdown.
  */
-export function openLiveResponse(deps: LiveDeps, ctx: RouteContext, contentType: string, label: Record<string, string>): LiveResponse {
-  const { res, req, log } = ctx
-  const principal = ctx.principal as Principal
+/** What a long-lived response needs of its request: an authenticated one. */
+export type LiveContext = Pick<RouteContext<unknown, unknown, unknown, Principal>, 'req' | 'res' | 'log' | 'principal'>
+
+export function openLiveResponse(deps: LiveDeps, ctx: LiveContext, contentType: string, label: Record<string, string>): LiveResponse {
+  const { res, req, log, principal } = ctx
   const fullLabel = { ...label, user: principal.email, userId: principal.id }
   res.statusCode = 200
   res.setHeader('Content-Type', contentType)

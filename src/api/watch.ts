@@ -4,11 +4,9 @@ import type { FeedEvent } from '../events/feeds.js'
 import { watchFormat, watchLine } from '../events/watch-format.js'
 import { compileFilter } from '../filter/index.js'
 import { NDJSON_TYPE } from '../http/reply.js'
-import type { RouteContext } from '../http/route.js'
-import { openLiveResponse, type LiveDeps } from './live.js'
+import { openLiveResponse, type LiveContext, type LiveDeps } from './live.js'
 import { parseFields } from './projection.js'
 import type { CollectionSource } from './sources.js'
-import type { Principal } from '../auth/principal.js'
 import type { XoRecord } from '../driver/types.js'
 import { streamVisibility } from './live-access.js'
 
@@ -31,7 +29,7 @@ export interface WatchQueryValue {
   readonly since?: string
 }
 
-export type Watch = (source: CollectionSource, query: WatchQueryValue, ctx: RouteContext) => void
+export type Watch = (source: CollectionSource, query: WatchQueryValue, ctx: LiveContext) => void
 
 /**
  * `GET /rest/v0/<collection>?ndjson=true&watch=true`: no snapshot, then one
@@ -42,7 +40,7 @@ export function watchCollection(deps: LiveDeps, hrefOf: (collection: string, id:
   return (source, query, ctx) => {
     if (query.ndjson !== true) throw badQuery('watch', 'watch=true requires ndjson=true')
     const matching = query.filter === undefined ? undefined : compileFilter(query.filter)
-    const principal = ctx.principal as Principal
+    const { principal } = ctx
     const visible = streamVisibility(principal, source.resource, deps.scopeOf)
     // Objects the user may not read never show; one that stops being readable leaves, as it does a filter.
     const predicate =
