@@ -44,29 +44,21 @@ const done = { description: 'Done' }
 
 /**
  * No escalation: a non-administrator may only grant what they hold. An `allow`
- * privilege is covered when one of theirs allows the same resource, an action
- * covering it, and either no selector or the very same selector.
+ * privilege is held when one of theirs allows the same resource, an action
+ * covering it, and either no selector or the very same selector, and none of
+ * their denies covers that action. A `deny` grants nothing.
  */
 function ungranted(principal: Principal, privileges: Iterable<Pick<PrivilegeRecord, 'resource' | 'action' | 'effect' | 'selector'>>, held: readonly PrivilegeRecord[]): MissingPrivilege[] {
   if (isAdmin(principal)) return []
   const missing: MissingPrivilege[] = []
   for (const wanted of privileges) {
     if (wanted.effect === 'deny') continue
-    const covered = held.some(
-      (mine) =>
-        mine.effect === 'allow' &&
-        mine.resource === wanted.resource &&
-        actionCovers(mine.action, wanted.action) &&
-        (mine.selector === undefined || mine.selector === wanted.selector),
-    )
-    if (!covered) missing.push({ resource: wanted.resource, action: wanted.action })
+    const covers = (mine: PrivilegeRecord): boolean => mine.resource === wanted.resource && actionCovers(mine.action, wanted.action)
+    const allowed = held.some((mine) => mine.effect === 'allow' && covers(mine) && (mine.selector === undefined || mine.selector === wanted.selector))
+    const denied = held.some((mine) => mine.effect === 'deny' && covers(mine))
+    if (!allowed || denied) missing.push({ resource: wanted.resource, action: wanted.action })
   }
-  // One that a deny of theirs would refuse them is not theirs to give either.
-  return missing.concat(
-    [...privileges]
-      .filter((wanted) => wanted.effect === 'allow' && held.some((mine) => mine.effect === 'deny' && mine.resource === wanted.resource && actionCovers(mine.action, wanted.action)))
-      .map((wanted) => ({ resource: wanted.resource, action: wanted.action })),
-  )
+  return missing
 }
 
 function refuseEscalation(principal: Principal, acl: AccessControl, privileges: Iterable<Pick<PrivilegeRecord, 'resource' | 'action' | 'effect' | 'selector'>>): void {
