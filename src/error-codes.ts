@@ -24,6 +24,8 @@ export const errorStatus = {
   URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
   INVALID_PARAMETERS: 422,
+  INVALID_DISK_STREAM: 422,
+  DISK_TOO_LARGE: 422,
   INTERNAL_ERROR: 500,
 } as const satisfies Readonly<Record<string, number>>
 
