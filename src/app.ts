@@ -11,6 +11,7 @@ import { changeRoutes } from './api/changes.js'
 import { collectionSources } from './api/collections.js'
 import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
+import { diskRoutes } from './api/disks.js'
 import { docsRoutes } from './api/docs.js'
 import { buildOpenApi } from './api/openapi.js'
 import { readRoutes } from './api/read.js'
@@ -111,6 +112,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     creatorId: adminId,
     clock,
     stepDelay: options.config.lab.stepDelay,
+    dataDir: options.dataDir,
     ...(options.labSpec === undefined ? {} : { spec: options.labSpec }),
   })
   const driver = options.wrapDriver?.(lab) ?? lab
@@ -165,6 +167,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     }),
     ...tokenRoutes(tokens, options.config.authentication),
     ...dashboardRoutes({ driver, clock }),
+    ...(driver.disks === undefined ? [] : diskRoutes({ disks: driver.disks, vdis: sourceNamed('vdis'), snapshots: sourceNamed('vdi-snapshots'), clock })),
     ...(options.extraRoutes ?? []),
   ]
   for (const route of routes) router.add(route)

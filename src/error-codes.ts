@@ -23,9 +23,11 @@ export const errorStatus = {
   BODY_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  RANGE_NOT_SATISFIABLE: 416,
   INVALID_PARAMETERS: 422,
   INVALID_DISK_STREAM: 422,
   DISK_TOO_LARGE: 422,
+  DISK_SIZE_MISMATCH: 422,
   INTERNAL_ERROR: 500,
 } as const satisfies Readonly<Record<string, number>>
 
