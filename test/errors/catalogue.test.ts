@@ -12,14 +12,14 @@ function* sourceFiles(dir: string): Generator<string> {
   }
 }
 
-/** Codes the sources send: KeelError constructions (direct or through a subclass's super) and literal body codes. */
+/** Codes the sources send: KeelError constructions (direct or through a subclass's super), literal body codes, and exported code constants (`export const CODE = 'CODE'`). */
 function raisedCodes(): Map<string, string[]> {
   const raised = new Map<string, string[]>()
-  const pattern = /(?:new KeelError|super)\(\s*'([A-Z][A-Z_]+)'|\bcode: '([A-Z][A-Z_]+)'/g
+  const pattern = /(?:new KeelError|super)\(\s*'([A-Z][A-Z_]+)'|\bcode: '([A-Z][A-Z_]+)'|\bexport const ([A-Z][A-Z_]+) = '\3'/g
   for (const file of sourceFiles(join(packageRoot, 'src'))) {
     if (file.endsWith('error-codes.ts')) continue
     for (const match of readFileSync(file, 'utf8').matchAll(pattern)) {
-      const code = (match[1] ?? match[2]) as string
+      const code = (match[1] ?? match[2] ?? match[3]) as string
       raised.set(code, [...(raised.get(code) ?? []), relative(packageRoot, file)])
     }
   }
