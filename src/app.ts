@@ -11,6 +11,7 @@ import { changeRoutes } from './api/changes.js'
 import { collectionSources } from './api/collections.js'
 import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
+import { diskRoutes } from './api/disks.js'
 import { docsRoutes } from './api/docs.js'
 import { operationsRoutes } from './api/operations-endpoints.js'
 import { buildOpenApi } from './api/openapi.js'
@@ -118,6 +119,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     creatorId: adminId,
     clock,
     stepDelay: options.config.lab.stepDelay,
+    dataDir: options.dataDir,
     ...(options.labSpec === undefined ? {} : { spec: options.labSpec }),
   })
   const driver = options.wrapDriver?.(lab) ?? lab
@@ -187,6 +189,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...dashboardRoutes({ driver, clock }),
     ...operationsRoutes({ db, driver, metrics, authenticator, metricsToken: options.config.metrics.token }),
     ...live.routes,
+    ...(driver.disks === undefined ? [] : diskRoutes({ disks: driver.disks, vdis: sourceNamed('vdis'), snapshots: sourceNamed('vdi-snapshots'), clock })),
     ...(options.extraRoutes ?? []),
   ]
   for (const route of routes) router.add(route)

@@ -1,3 +1,5 @@
+import type { DiskBlock } from '../formats/blocks.js'
+
 /**
  * The boundary between Keel and the infrastructure it manages. The REST layer
  * sees only this interface; the local lab implements it today and a driver for
@@ -82,6 +84,8 @@ export interface Driver extends DriverOperations {
   usage(object: XoRecord, now: number): UsageFigures
   /** Subscribes to every change from now on; returns the unsubscribe function. */
   subscribe(listener: ChangeListener): () => void
+  /** disk content of VDIs and VDI snapshots, for drivers that serve it */
+  readonly disks?: DiskAccess
 }
 
 /** What a long operation may use while it runs. */
@@ -117,4 +121,35 @@ export interface DriverOperations {
   update(object: XoRecord, patch: Readonly<Record<string, unknown>>): Promise<void>
   destroy(object: XoRecord, context: OperationContext): Promise<void>
   setTag(object: XoRecord, tag: string, present: boolean): Promise<void>
+}
+
+/** Reading a disk's blocks: at most `concurrency` reads in flight, blocks yielded in ascending order. */
+export interface DiskReadOptions {
+  readonly concurrency?: number
+}
+
+/**
+ * New content for a disk, taking effect only on `commit()`: until then the
+ * disk reads as before, and `abort()` leaves nothing behind. Blocks not
+ * written read as zeros after the commit (the content is replaced whole).
+ */
+export interface DiskWriteSession {
+  write(block: DiskBlock): Promise<void>
+  /** durable before it resolves */
+  commit(): Promise<void>
+  abort(): Promise<void>
+}
+
+/**
+ * A driver's disk content, in 2 MiB blocks (src/formats/blocks.ts). Shaped so
+ * a pool driver can serve it over NBD (allocation from block status, reads as
+ * NBD reads) and the hypervisor's import handlers (write sessions).
+ */
+export interface DiskAccess {
+  /** ascending indexes of the blocks holding data, known without reading them */
+  allocation(vdi: XoRecord): Promise<number[]>
+  /** `indexes` ascending, yielded in that order */
+  readBlocks(vdi: XoRecord, indexes: readonly number[], options?: DiskReadOptions): AsyncIterable<DiskBlock>
+  /** replaces the content of an existing VDI (of the same virtual size) */
+  openWrite(vdi: XoRecord): Promise<DiskWriteSession>
 }

@@ -1,3 +1,4 @@
+import { LabDisks } from './disks.js'
 import { join } from 'node:path'
 import { alreadyExists, noSuchObject } from '../../errors.js'
 import { fixturesDir } from '../../paths.js'
@@ -27,6 +28,8 @@ export interface LabDriverOptions {
   readonly spec?: LabSpec
   /** ms each simulated step of an operation takes (default 400) */
   readonly stepDelay?: number
+  /** where the VDI files live (a folder per SR); without it the lab serves no disk content */
+  readonly dataDir?: string
 }
 
 const DEFAULT_STEP_DELAY = 400
@@ -65,12 +68,14 @@ export class LabDriver implements Driver, LabStore {
   readonly #byType = new Map<string, Map<string, XoRecord>>()
   readonly #listeners = new Set<ChangeListener>()
   readonly #env: LabEnv
+  readonly disks: LabDisks | undefined
 
   #closed = false
 
   constructor(db: Db, options: LabDriverOptions) {
     this.#db = db
     this.#options = options
+    this.disks = options.dataDir === undefined ? undefined : new LabDisks(options.dataDir)
     this.#env = { store: this, stepDelay: options.stepDelay ?? DEFAULT_STEP_DELAY, clock: options.clock ?? Date.now }
   }
 

@@ -1,0 +1,29 @@
+import type { DiskAccess, XoRecord } from '../driver/types.js'
+import { blocksInRange, rawRange, encodeRawStream, type ByteRange } from '../formats/raw/raw-encoder.js'
+import { encodeVhdStream, planVhdStream } from '../formats/vhd/stream-encoder.js'
+
+export interface DiskStream {
+  /** exact byte length */
+  readonly length: number
+  readonly bytes: AsyncIterable<Buffer>
+}
+
+export interface ExportOptions {
+  readonly concurrency: number
+  readonly now: number
+}
+
+/** A VDI as a dynamic VHD stream: the allocation is read first, so the length is exact before any block. */
+export async function exportVhd(disks: DiskAccess, vdi: XoRecord, size: number, options: ExportOptions): Promise<DiskStream> {
+  const allocated = await disks.allocation(vdi)
+  const plan = planVhdStream({ size, allocated, uuid: vdi.id, now: options.now })
+  return { length: plan.length, bytes: encodeVhdStream(plan, disks.readBlocks(vdi, allocated, { concurrency: options.concurrency })) }
+}
+
+/** A VDI's raw bytes, or `range` of them; only the allocated blocks the range touches are read. */
+export async function exportRaw(disks: DiskAccess, vdi: XoRecord, size: number, options: ExportOptions, range?: ByteRange): Promise<DiskStream> {
+  const { start, end } = rawRange(size, range)
+  const allocated = blocksInRange(await disks.allocation(vdi), { start, end })
+  const blocks = disks.readBlocks(vdi, allocated, { concurrency: options.concurrency })
+  return { length: end - start, bytes: encodeRawStream({ size, allocated, blocks }, { start, end }) }
+}
