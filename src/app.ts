@@ -12,6 +12,8 @@ import { collectionSources } from './api/collections.js'
 import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
 import { diskRoutes } from './api/disks.js'
+import { vmStreamRoutes } from './api/vm-streams.js'
+import { WorkerPool } from '../workers/pool.js'
 import { docsRoutes } from './api/docs.js'
 import { operationsRoutes } from './api/operations-endpoints.js'
 import { buildOpenApi } from './api/openapi.js'
@@ -168,6 +170,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     scopeOf: (userId) => acl.scopeOf(userId),
     metrics,
   })
+  // Per-byte stream work (compression) runs here, off the event loop that answers the API.
+  const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
@@ -189,7 +193,21 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...dashboardRoutes({ driver, clock }),
     ...operationsRoutes({ db, driver, metrics, authenticator, metricsToken: options.config.metrics.token }),
     ...live.routes,
-    ...(driver.disks === undefined ? [] : diskRoutes({ disks: driver.disks, vdis: sourceNamed('vdis'), snapshots: sourceNamed('vdi-snapshots'), clock })),
+    ...(driver.disks === undefined
+      ? []
+      : [
+          ...diskRoutes({ disks: driver.disks, vdis: sourceNamed('vdis'), snapshots: sourceNamed('vdi-snapshots'), srs: sourceNamed('srs'), tasks, clock }),
+          ...vmStreamRoutes({
+            driver,
+            disks: driver.disks,
+            exportable: [sourceNamed('vms'), sourceNamed('vm-snapshots'), sourceNamed('vm-templates')],
+            pools: sourceNamed('pools'),
+            srs: sourceNamed('srs'),
+            vms: sourceNamed('vms'),
+            tasks,
+            transform: (name, options) => workers.transform(name, options),
+          }),
+        ]),
     ...(options.extraRoutes ?? []),
   ]
   for (const route of routes) router.add(route)
@@ -248,6 +266,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       metrics.close()
       versions.close()
       unsubscribeDriver()
+      await workers.close()
       await driver.close()
       db.close()
       log.info('stopped')

@@ -1,5 +1,6 @@
 import type { DiskAccess, XoRecord } from '../driver/types.js'
 import { blocksInRange, rawRange, encodeRawStream, type ByteRange } from '../formats/raw/raw-encoder.js'
+import { VHD_EPOCH } from '../formats/vhd/constants.js'
 import { encodeVhdStream, planVhdStream } from '../formats/vhd/stream-encoder.js'
 
 export interface DiskStream {
@@ -26,4 +27,17 @@ export async function exportRaw(disks: DiskAccess, vdi: XoRecord, size: number, 
   const allocated = blocksInRange(await disks.allocation(vdi), { start, end })
   const blocks = disks.readBlocks(vdi, allocated, { concurrency: options.concurrency })
   return { length: end - start, bytes: encodeRawStream({ size, allocated, blocks }, { start, end }) }
+}
+
+/**
+ * The blocks changed since `base` (a snapshot of the VDI) as a differencing
+ * VHD whose parent is the base's own VHD export (its footer UUID is the
+ * snapshot's id): applied on a copy of the base, it gives the current content.
+ */
+export async function exportVhdDelta(disks: DiskAccess, vdi: XoRecord, base: XoRecord, size: number, options: ExportOptions): Promise<DiskStream> {
+  const changed = await disks.changedBlocks(vdi, base)
+  const taken = typeof base.snapshot_time === 'number' ? base.snapshot_time : 0
+  const parent = { uuid: base.id, timestamp: Math.max(0, taken - VHD_EPOCH), name: `${base.id}.vhd` }
+  const plan = planVhdStream({ size, allocated: changed, uuid: vdi.id, parent, now: options.now })
+  return { length: plan.length, bytes: encodeVhdStream(plan, disks.readBlocks(vdi, changed, { concurrency: options.concurrency })) }
 }

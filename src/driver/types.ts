@@ -1,4 +1,5 @@
 import type { DiskBlock } from '../formats/blocks.js'
+import type { XvaDescription } from '../formats/xva/description.js'
 
 /**
  * The boundary between Keel and the infrastructure it manages. The REST layer
@@ -128,28 +129,65 @@ export interface DiskReadOptions {
   readonly concurrency?: number
 }
 
+/** A block to write; with a `bitmap`, only its sectors whose bits are set count (a differencing block). */
+export interface DiskWrite extends DiskBlock {
+  readonly bitmap?: Buffer
+}
+
 /**
  * New content for a disk, taking effect only on `commit()`: until then the
  * disk reads as before, and `abort()` leaves nothing behind. Blocks not
- * written read as zeros after the commit (the content is replaced whole).
+ * written read as zeros after the commit (the content is replaced whole),
+ * unless the session was opened to `patch` the current content.
  */
 export interface DiskWriteSession {
-  write(block: DiskBlock): Promise<void>
+  write(block: DiskWrite): Promise<void>
   /** durable before it resolves */
   commit(): Promise<void>
+  abort(): Promise<void>
+}
+
+export interface DiskWriteOptions {
+  /** keep the current content: only the written blocks change (a differencing VHD applied on top) */
+  readonly patch?: boolean
+}
+
+/** A VDI to create from imported content. */
+export interface NewVdi {
+  readonly name_label: string
+  readonly name_description: string
+  /** virtual size in bytes */
+  readonly size: number
+}
+
+/**
+ * Content for objects that do not exist yet: nothing shows until `commit`
+ * creates them, durably; `abort` leaves nothing behind.
+ */
+export interface ImportSession {
+  /** a block of disk number `disk` (0 for a single VDI; for a VM, the position in the description's disks) */
+  write(disk: number, block: DiskBlock): Promise<void>
+  commit(): Promise<Created>
   abort(): Promise<void>
 }
 
 /**
  * A driver's disk content, in 2 MiB blocks (src/formats/blocks.ts). Shaped so
  * a pool driver can serve it over NBD (allocation from block status, reads as
- * NBD reads) and the hypervisor's import handlers (write sessions).
+ * NBD reads, changed blocks from the snapshot's CBT bitmap) and the
+ * hypervisor's import handlers (write sessions, VDI.create and VM import).
  */
 export interface DiskAccess {
   /** ascending indexes of the blocks holding data, known without reading them */
   allocation(vdi: XoRecord): Promise<number[]>
+  /** ascending indexes of the blocks that may differ between a VDI and a snapshot of it (never fewer than those that do) */
+  changedBlocks(vdi: XoRecord, base: XoRecord): Promise<number[]>
   /** `indexes` ascending, yielded in that order */
   readBlocks(vdi: XoRecord, indexes: readonly number[], options?: DiskReadOptions): AsyncIterable<DiskBlock>
-  /** replaces the content of an existing VDI (of the same virtual size) */
-  openWrite(vdi: XoRecord): Promise<DiskWriteSession>
+  /** new content for an existing VDI (of the same virtual size) */
+  openWrite(vdi: XoRecord, options?: DiskWriteOptions): Promise<DiskWriteSession>
+  /** a new VDI on `sr`, created when the session commits */
+  importVdi(sr: XoRecord, vdi: NewVdi, userId: string): Promise<ImportSession>
+  /** a new halted VM with its disks on `sr` and its VIFs on the pool's networks of the same names, created when the session commits */
+  importVm(sr: XoRecord, description: XvaDescription, userId: string): Promise<ImportSession>
 }

@@ -1,4 +1,6 @@
-import { LabDisks } from './disks.js'
+import { LabDiskAccess } from './disk-access.js'
+import { LabDisks, type FolderUsage } from './disks.js'
+import { seedDiskContent } from './seed-disks.js'
 import { join } from 'node:path'
 import { alreadyExists, noSuchObject } from '../../errors.js'
 import { fixturesDir } from '../../paths.js'
@@ -34,6 +36,8 @@ export interface LabDriverOptions {
 
 const DEFAULT_STEP_DELAY = 400
 
+const isDisk = (record: XoRecord | undefined): boolean => record?.type === 'VDI' || record?.type === 'VDI-snapshot'
+
 /**
  * Replaces the whole lab content with `records` in one transaction and marks
  * the lab as seeded, so that a lab emptied later is not seeded again.
@@ -68,27 +72,57 @@ export class LabDriver implements Driver, LabStore {
   readonly #byType = new Map<string, Map<string, XoRecord>>()
   readonly #listeners = new Set<ChangeListener>()
   readonly #env: LabEnv
-  readonly disks: LabDisks | undefined
+  readonly #files: LabDisks | undefined
+  readonly disks: LabDiskAccess | undefined
 
   #closed = false
 
   constructor(db: Db, options: LabDriverOptions) {
     this.#db = db
     this.#options = options
-    this.disks = options.dataDir === undefined ? undefined : new LabDisks(options.dataDir)
-    this.#env = { store: this, stepDelay: options.stepDelay ?? DEFAULT_STEP_DELAY, clock: options.clock ?? Date.now }
+    const clock = options.clock ?? Date.now
+    this.#files =
+      options.dataDir === undefined
+        ? undefined
+        : new LabDisks(options.dataDir, {
+            exists: (id) => isDisk(this.#objects.get(id)),
+            usageChanged: (sr, usage) => this.#applyUsage(sr, usage),
+          })
+    this.disks = this.#files === undefined ? undefined : new LabDiskAccess(this.#files, this, clock)
+    this.#env = { store: this, stepDelay: options.stepDelay ?? DEFAULT_STEP_DELAY, clock, ...(this.#files === undefined ? {} : { disks: this.#files }) }
   }
 
-  /** Brings the lab's tables up to date, seeds an empty lab, and loads the records. */
+  /** Brings the lab's tables up to date, seeds an empty lab (records and disk content), loads the records and tidies the disk files. */
   async open(): Promise<void> {
     this.#closed = false
     const table = (this.#table ??= new LabTable(this.#db))
-    if (table.needsSeed()) {
+    const seeding = table.needsSeed()
+    if (seeding) {
       const now = (this.#options.clock ?? Date.now)()
       const spec = this.#options.spec ?? loadLabSpec(DEMO_LAB_FILE)
       table.replaceAll(expandLab(spec, { creatorId: this.#options.creatorId, now }), now)
     }
     this.#load(table)
+    if (this.#files === undefined) return
+    if (seeding) await seedDiskContent(this.#files, this)
+    await this.#files.recover()
+  }
+
+  /** Usage figures follow the files on thin SRs; a thick SR's disks keep their reserved sizes. */
+  #applyUsage(srId: string, usage: FolderUsage): void {
+    const sr = this.#objects.get(srId)
+    if (this.#closed || sr?.type !== 'SR' || sr.allocationStrategy === 'thick') return
+    const plan = new Plan(this)
+    for (const type of ['VDI', 'VDI-snapshot'] as const) {
+      for (const disk of this.objectsOfType(type)) {
+        if (disk.$SR !== srId) continue
+        const own = usage.own.get(disk.id) ?? 0
+        const chain = usage.chain.get(disk.id) ?? 0
+        if (disk.usage !== own || disk.chainPhysicalUsage !== chain) Object.assign(plan.edit(disk.id, type), { usage: own, chainPhysicalUsage: chain })
+      }
+    }
+    if (sr.physical_usage !== usage.total) plan.edit(srId, 'SR').physical_usage = usage.total
+    plan.commit()
   }
 
   async close(): Promise<void> {
@@ -180,6 +214,11 @@ export class LabDriver implements Driver, LabStore {
     for (const change of planned) {
       if (change.kind === 'remove') this.#unindex(change.object)
       else this.#index(change.object, change.previous)
+    }
+    // A removed disk's file goes after its record: a crash in between leaves a file the next start collects.
+    for (const change of planned) {
+      if (change.kind !== 'remove' || !isDisk(change.object) || typeof change.object.$SR !== 'string') continue
+      this.#files?.remove({ id: change.id, sr: change.object.$SR }).catch(() => {})
     }
     const errors: unknown[] = []
     for (const { kind, object, previous } of planned) {

@@ -1,4 +1,4 @@
-import { BLOCK_SIZE, blockCount } from '../blocks.js'
+import { BLOCK_SIZE, blockCount, isZero } from '../blocks.js'
 import { invalidDiskStream } from '../stream-error.js'
 import { batBytes, decodeBat } from './bat.js'
 import { FULL_BITMAP, isFullBitmap } from './bitmap.js'
@@ -23,6 +23,19 @@ export interface NewVhdFile {
 }
 
 const STORED_BLOCK = BITMAP_SIZE + BLOCK_SIZE
+/** the file system's allocation unit, the granularity of holes */
+const PAGE = 4096
+
+/** Length of `data` up to the end of its last page holding a non-zero byte. */
+function usedLength(data: Buffer): number {
+  let end = data.length
+  while (end > 0) {
+    const start = Math.max(0, end - PAGE)
+    if (!isZero(data.subarray(start, end))) break
+    end = start
+  }
+  return end
+}
 
 /**
  * A dynamic or differencing VHD file read and written in place through
@@ -124,7 +137,14 @@ export class VhdFile {
       return
     }
     const offset = this.#fileSize - FOOTER_SIZE
-    await this.#io.write(offset, Buffer.concat([bitmap, data, encodeFooter(this.#footer)]))
+    const used = usedLength(data)
+    if (used === data.length) {
+      await this.#io.write(offset, Buffer.concat([bitmap, data, encodeFooter(this.#footer)]))
+    } else {
+      // Trailing zeros are skipped: the file gets a hole there, which reads as zeros and takes no space.
+      await this.#io.write(offset, used === 0 ? bitmap : Buffer.concat([bitmap, data.subarray(0, used)]))
+      await this.#io.write(offset + STORED_BLOCK, encodeFooter(this.#footer))
+    }
     this.#fileSize = offset + STORED_BLOCK + FOOTER_SIZE
     this.#bat[index] = offset / SECTOR_SIZE
     await this.#writeBatEntry(index)

@@ -7,8 +7,8 @@ import type { Frozen, Plan } from './plan.js'
 import { accountDisk, isThick } from './sr-usage.js'
 
 /** The XAPI identity of a new object: a fresh uuid, which is also its id. */
-export function identity(poolId: string): RecordBase {
-  return recordBase(randomUUID(), poolId)
+export function identity(poolId: string, uuid: string = randomUUID()): RecordBase {
+  return recordBase(uuid, poolId)
 }
 
 /** A MAC with the locally-administered bit set, as XAPI generates for VIFs. */
@@ -87,6 +87,8 @@ interface DiskParams {
   /** what the disk holds already (copies); a new disk holds nothing */
   readonly usage?: number
   readonly tags?: readonly string[]
+  /** an id chosen beforehand, when the disk's content was made first */
+  readonly id?: string
 }
 
 /**
@@ -94,11 +96,11 @@ interface DiskParams {
  * a fast clone, whose blocks stay shared with its parent); on a thick SR it
  * takes its whole size.
  */
-export function addVdi(plan: Plan, { sr, poolId, name_label, name_description, size, usage = 0, tags = [] }: DiskParams): VdiRecord {
+export function addVdi(plan: Plan, { sr, poolId, name_label, name_description, size, usage = 0, tags = [], id }: DiskParams): VdiRecord {
   const used = isThick(plan.get(sr, 'SR')) ? size : Math.min(usage, size)
   const vdi = plan.add<VdiRecord>({
     type: 'VDI',
-    ...identity(poolId),
+    ...identity(poolId, id),
     ...vdiDefaults({ name_label, name_description, tags, size, usage: used, image_format: 'vhd', $SR: sr }),
     chainPhysicalUsage: used,
   })
@@ -107,11 +109,11 @@ export function addVdi(plan: Plan, { sr, poolId, name_label, name_description, s
 }
 
 /** A snapshot of a disk: at first it owns no block of its own (thin) or a full-size volume (thick). */
-export function addVdiSnapshot(plan: Plan, vdiId: string, time: number): VdiSnapshotRecord {
+export function addVdiSnapshot(plan: Plan, vdiId: string, time: number, id?: string): VdiSnapshotRecord {
   const vdi = plan.edit(vdiId, 'VDI')
   const snapshot = plan.add<VdiSnapshotRecord>({
     type: 'VDI-snapshot',
-    ...identity(vdi.$pool),
+    ...identity(vdi.$pool, id),
     ...vdiDefaults({
       name_label: vdi.name_label,
       name_description: vdi.name_description,

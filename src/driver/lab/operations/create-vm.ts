@@ -13,7 +13,7 @@ import { runTransition, transit, transitionSteps } from './power.js'
 import { preview, Run } from './run.js'
 import { freeSpace } from './sr-usage.js'
 
-type CreateVmParams = Static<typeof CreateVmParamsSchema>
+export type CreateVmParams = Static<typeof CreateVmParamsSchema>
 
 /** The REST layer has validated them; this keeps a direct caller from getting past with a wrong shape. */
 function parseParams(params: Params): CreateVmParams {
@@ -74,9 +74,10 @@ function checkSr(plan: Plan, poolId: string, disk: DiskPlan): Frozen<SrRecord> {
 
 /**
  * A halted VM from a template: its settings, the template's or the requested
- * CPUs and memory, its disks and its VIFs. Returns the new VM's id.
+ * CPUs and memory, its disks and its VIFs. Returns the new VM's id. New disks
+ * take the ids in `diskIds` (by position) when their content was made first.
  */
-function createVm(plan: Plan, poolId: string, params: CreateVmParams, userId: string, now: number): string {
+export function createVm(plan: Plan, poolId: string, params: CreateVmParams, userId: string, now: number, diskIds: readonly string[] = []): string {
   const template = plan.get(params.template, 'VM-template')
   if (template.$pool !== poolId) throw invalidParameters([{ path: 'body.template', message: `template ${template.id} is not in pool ${poolId}` }])
   const disks = diskPlans(plan, poolId, template, params)
@@ -119,7 +120,8 @@ function createVm(plan: Plan, poolId: string, params: CreateVmParams, userId: st
     $container: poolId,
   })
   disks.forEach((disk, position) => {
-    const vdi = addVdi(plan, { sr: disk.sr, poolId, name_label: disk.name_label, name_description: disk.name_description, size: disk.size })
+    const id = diskIds[position]
+    const vdi = addVdi(plan, { sr: disk.sr, poolId, name_label: disk.name_label, name_description: disk.name_description, size: disk.size, ...(id === undefined ? {} : { id }) })
     addVbd(plan, { vm, position, vdi: vdi.id, attached: false })
   })
   networks.forEach((network, device) => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { aborted } from '../../../errors.js'
 import type { OperationContext } from '../../types.js'
+import type { LabDisks } from '../disks.js'
 import type { LabStore } from '../store.js'
 import { Plan } from './plan.js'
 
@@ -11,6 +12,8 @@ export interface LabEnv {
   readonly stepDelay: number
   /** ms since the epoch */
   readonly clock: () => number
+  /** the disks' content, when the lab keeps it (it has a data directory) */
+  readonly disks?: LabDisks
 }
 
 /** One operation in progress: the lab, who asked, and where to report. */

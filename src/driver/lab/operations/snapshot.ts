@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { incorrectState, invalidParameters, isKeelError } from '../../../errors.js'
 import type { VmRecord, VmSnapshotRecord } from '../../../model/records.js'
 import { vmLinkDefaults } from '../record-defaults.js'
@@ -63,7 +64,7 @@ function haltedSettings(vm: Frozen<VmRecord>): Omit<VmRecord, 'vulnerabilities'>
 }
 
 /** A disk-only snapshot: a halted copy of the VM's settings, a VDI-snapshot per disk and copies of its VIFs. */
-function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: number): string {
+function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: number, copies: ReadonlyMap<string, string>): string {
   const vm = plan.get(vmId, 'VM')
   requirePowerState(vm, ALL_STATES)
   const drives = diskDrives(plan, vm)
@@ -80,7 +81,7 @@ function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: num
     $snapshot_of: vm.id,
   })
   for (const { position, vdi } of drives) {
-    addVbd(plan, { vm: snapshot, position, vdi: addVdiSnapshot(plan, vdi, time).id, attached: false })
+    addVbd(plan, { vm: snapshot, position, vdi: addVdiSnapshot(plan, vdi, time, copies.get(vdi)).id, attached: false })
   }
   for (const id of vm.VIFs) {
     const vif = plan.get(id, 'VIF')
@@ -94,7 +95,7 @@ function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: num
 }
 
 /** A fast clone of a halted VM: new disks sharing the originals' blocks, new VIFs with new MACs. */
-function cloneVm(plan: Plan, vmId: string, name: string | undefined, userId: string, now: number): string {
+function cloneVm(plan: Plan, vmId: string, name: string | undefined, userId: string, now: number, copies: ReadonlyMap<string, string>): string {
   const vm = plan.get(vmId, 'VM')
   requirePowerState(vm, ['Halted'])
   const drives = diskDrives(plan, vm)
@@ -129,6 +130,7 @@ function cloneVm(plan: Plan, vmId: string, name: string | undefined, userId: str
       name_description: source.name_description,
       size: source.size,
       tags: source.tags,
+      ...(copies.has(source.id) ? { id: copies.get(source.id) } : {}),
     })
     addVbd(plan, { vm: clone, position, vdi: disk.id, attached: false })
   }
@@ -203,25 +205,58 @@ function restoreDisk(plan: Plan, vdiId: string, size: number): void {
 
 /**
  * A snapshot or clone: checked on a preview first, then shown after COPY_WAITS
- * steps. `copy` builds the new object in a plan and returns its id.
+ * steps. `copy` builds the new object in a plan and returns its id; its new
+ * disks take the ids in `copies` (source disk → new id), whose content is
+ * forked from the sources' just before the records are committed, so a disk
+ * never shows before its content exists.
  */
 function copyAction(
   type: 'VM' | 'VM-snapshot',
-  copy: (plan: Plan, op: Operation, vmId: string, name: string | undefined) => string,
+  copy: (plan: Plan, op: Operation, vmId: string, name: string | undefined, copies: ReadonlyMap<string, string>) => string,
 ): ActionHandler {
   return async (op, object, params) => {
     const name = optionalString(params, 'name_label')
-    const build = (plan: Plan): string => copy(plan, op, object.id, name)
-    preview(op.env, build)
+    const sources = preview(op.env, (plan) => {
+      copy(plan, op, object.id, name, new Map())
+      return diskDrives(plan, plan.get(object.id, 'VM')).map((drive) => plan.get(drive.vdi, 'VDI'))
+    })
+    const copies = new Map(sources.map((vdi) => [vdi.id, randomUUID()]))
     const run = new Run(op, COPY_WAITS + 1)
     await run.wait(COPY_WAITS)
-    return { id: await run.apply(build), type }
+    const disks = op.env.disks
+    if (disks === undefined) return { id: await run.apply((plan) => copy(plan, op, object.id, name, copies)), type }
+    for (const vdi of sources) await disks.fork({ id: vdi.id, sr: vdi.$SR }, [copies.get(vdi.id) as string], vdi.size)
+    try {
+      return { id: await run.apply((plan) => copy(plan, op, object.id, name, copies)), type }
+    } catch (error) {
+      for (const vdi of sources) await disks.remove({ id: copies.get(vdi.id) as string, sr: vdi.$SR })
+      throw error
+    }
+  }
+}
+
+/** A revert puts each snapshotted disk's content back: forked from the disk snapshot, or copied when the disk moved SR since. */
+async function revertContent(op: Operation, vmId: string, snapshotId: string): Promise<void> {
+  const disks = op.env.disks
+  if (disks === undefined) return
+  const pairs = preview(op.env, (plan) => {
+    const current = new Set(diskDrives(plan, plan.get(vmId, 'VM')).map((drive) => drive.vdi))
+    return plan.get(snapshotId, 'VM-snapshot').$VBDs.flatMap((vbdId) => {
+      const copyId = plan.get(vbdId, 'VBD').VDI
+      const copy = copyId === undefined ? undefined : plan.get(copyId, 'VDI-snapshot')
+      if (copy?.$snapshot_of === undefined || !current.has(copy.$snapshot_of)) return []
+      return [{ copy, vdi: plan.get(copy.$snapshot_of, 'VDI') }]
+    })
+  })
+  for (const { copy, vdi } of pairs) {
+    if (copy.$SR === vdi.$SR) await disks.fork({ id: copy.id, sr: copy.$SR }, [vdi.id], copy.size)
+    else await disks.copy({ id: copy.id, sr: copy.$SR }, { id: vdi.id, sr: vdi.$SR }, copy.size)
   }
 }
 
 export const snapshotActions: Readonly<Record<string, ActionHandler>> = {
-  snapshot: copyAction('VM-snapshot', (plan, op, vmId, name) => snapshotVm(plan, vmId, name, op.env.clock())),
-  clone: copyAction('VM', (plan, op, vmId, name) => cloneVm(plan, vmId, name, op.userId, op.env.clock())),
+  snapshot: copyAction('VM-snapshot', (plan, op, vmId, name, copies) => snapshotVm(plan, vmId, name, op.env.clock(), copies)),
+  clone: copyAction('VM', (plan, op, vmId, name, copies) => cloneVm(plan, vmId, name, op.userId, op.env.clock(), copies)),
   // As XO does: a live VM is powered off first (the snapshots are disk-only), and a
   // VM snapshotted while running is started again, on its host if it can.
   revert_snapshot: async (op, object, params) => {
@@ -239,6 +274,8 @@ export const snapshotActions: Readonly<Record<string, ActionHandler>> = {
     const run = new Run(op, (host === undefined ? 0 : transitionSteps('hard_shutdown')) + 2 + (restart ? startSteps : 0))
     if (host !== undefined) await runTransition(run, op.env.clock, object.id, 'hard_shutdown')
     await run.wait()
+    preview(op.env, (plan) => revertVm(plan, object.id, snapshotId))
+    await revertContent(op, object.id, snapshotId)
     await run.apply((plan) => revertVm(plan, object.id, snapshotId))
     if (!restart) return undefined
     await run.wait(startSteps - 1)

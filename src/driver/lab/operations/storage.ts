@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { incorrectState, invalidParameters, type KeelError } from '../../../errors.js'
 import type { VdiRecord } from '../../../model/records.js'
 import { GiB } from '../units.js'
@@ -44,7 +45,7 @@ const migrateWaits = (size: number): number => 2 + Math.min(8, Math.ceil(size / 
  * XAPI; the VMs' drives follow it, its snapshots stay where they are but now
  * belong to the copy. Returns the new id.
  */
-function migrateVdi(plan: Plan, vdiId: string, srId: string): string {
+function migrateVdi(plan: Plan, vdiId: string, srId: string, copyId?: string): string {
   const vdi = plan.get(vdiId, 'VDI')
   const from = plan.get(vdi.$SR, 'SR')
   const to = plan.get(srId, 'SR')
@@ -69,7 +70,7 @@ function migrateVdi(plan: Plan, vdiId: string, srId: string): string {
 
   const copy = plan.add<VdiRecord>({
     ...(structuredClone(vdi) as VdiRecord),
-    ...identity(to.$pool),
+    ...identity(to.$pool, copyId),
     usage,
     chainPhysicalUsage: usage,
     $SR: to.id,
@@ -99,7 +100,12 @@ const srStep =
 
 export const srActions: Readonly<Record<string, ActionHandler>> = {
   scan: srStep(2, scan),
-  reclaim_space: srStep(3, reclaimSpace),
+  // Then merges what deleted snapshots left in the SR's chains and measures its files.
+  reclaim_space: async (op, object, params) => {
+    await srStep(3, reclaimSpace)(op, object, params)
+    await op.env.disks?.tidy(object.id)
+    return undefined
+  },
 }
 
 export const vdiActions: Readonly<Record<string, ActionHandler>> = {
@@ -113,6 +119,17 @@ export const vdiActions: Readonly<Record<string, ActionHandler>> = {
     const waits = migrateWaits(size)
     const run = new Run(op, waits + 1)
     await run.wait(waits)
-    return { id: await run.apply((plan) => migrateVdi(plan, object.id, srId)), type: 'VDI' }
+    // The content is copied first, under the copy's id: the moved disk never shows without its bytes.
+    const copyId = randomUUID()
+    const disks = op.env.disks
+    if (disks === undefined) return { id: await run.apply((plan) => migrateVdi(plan, object.id, srId, copyId)), type: 'VDI' }
+    const source = preview(op.env, (plan) => plan.get(object.id, 'VDI'))
+    await disks.copy({ id: source.id, sr: source.$SR }, { id: copyId, sr: srId }, source.size)
+    try {
+      return { id: await run.apply((plan) => migrateVdi(plan, object.id, srId, copyId)), type: 'VDI' }
+    } catch (error) {
+      await disks.remove({ id: copyId, sr: srId })
+      throw error
+    }
   },
 }

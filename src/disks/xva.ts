@@ -1,0 +1,119 @@
+import { pipeline, Readable, type Duplex } from 'node:stream'
+import type { DiskAccess, XoRecord } from '../driver/types.js'
+import { KeelError } from '../errors.js'
+import type { DiskContent } from '../formats/blocks.js'
+import { detectCompression, isOva, ovaNotSupported, peek, type Compression } from '../formats/compression.js'
+import type { XvaDescription, XvaDisk, XvaVif } from '../formats/xva/description.js'
+import { openXvaStream } from '../formats/xva/xva-reader.js'
+import { encodeXva } from '../formats/xva/xva-writer.js'
+import { feedImport } from './import.js'
+
+/** Runs a named per-byte pipeline (workers/pipelines.ts) off the main thread. */
+export type TransformFactory = (name: string, options?: Record<string, unknown>) => Duplex
+
+type Lookup = (id: string) => XoRecord | undefined
+
+const text = (value: unknown): string => (typeof value === 'string' ? value : '')
+const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0)
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [])
+
+function stringRecord(value: unknown): Record<string, string> {
+  if (value === null || typeof value !== 'object') return {}
+  return Object.fromEntries(Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'))
+}
+
+/** What an XVA carries of a VM (or snapshot, or template) and its disks, read off its records. */
+export function describeVm(vm: XoRecord, lookup: Lookup): { description: XvaDescription; vdis: XoRecord[] } {
+  const memory = (vm.memory ?? {}) as { static?: unknown; dynamic?: unknown; size?: unknown }
+  const [staticMin, staticMax] = Array.isArray(memory.static) ? memory.static.map(num) : [num(memory.size), num(memory.size)]
+  const [dynamicMin, dynamicMax] = Array.isArray(memory.dynamic) ? memory.dynamic.map(num) : [num(memory.size), num(memory.size)]
+  const cpus = (vm.CPUs ?? {}) as { max?: unknown; number?: unknown }
+  const drives = strings(vm.$VBDs)
+    .map(lookup)
+    .filter((vbd): vbd is XoRecord => vbd !== undefined && vbd.is_cd_drive !== true && typeof vbd.VDI === 'string')
+    .sort((a, b) => Number(a.position) - Number(b.position))
+  const vdis: XoRecord[] = []
+  const disks: XvaDisk[] = []
+  for (const vbd of drives) {
+    const vdi = lookup(text(vbd.VDI))
+    if (vdi === undefined) continue
+    vdis.push(vdi)
+    disks.push({
+      uuid: vdi.id,
+      name_label: text(vdi.name_label),
+      name_description: text(vdi.name_description),
+      virtual_size: num(vdi.size),
+      device: text(vbd.device),
+      userdevice: text(vbd.position),
+      bootable: vbd.bootable === true,
+      mode: vbd.read_only === true ? 'RO' : 'RW',
+    })
+  }
+  const vifs: XvaVif[] = strings(vm.VIFs).flatMap((id) => {
+    const vif = lookup(id)
+    if (vif === undefined) return []
+    return [{ uuid: vif.id, device: text(vif.device), MAC: text(vif.MAC), MTU: num(vif.MTU) || 1500, network_name_label: text(lookup(text(vif.$network))?.name_label) }]
+  })
+  const description: XvaDescription = {
+    vm: {
+      uuid: vm.id,
+      name_label: text(vm.name_label),
+      name_description: text(vm.name_description),
+      memory_static_max: staticMax ?? 0,
+      memory_static_min: staticMin ?? 0,
+      memory_dynamic_max: dynamicMax ?? 0,
+      memory_dynamic_min: dynamicMin ?? 0,
+      VCPUs_max: num(cpus.max) || 1,
+      VCPUs_at_startup: num(cpus.number) || 1,
+      is_a_template: vm.type === 'VM-template',
+      tags: strings(vm.tags),
+      other_config: stringRecord(vm.other),
+    },
+    disks,
+    vifs,
+  }
+  return { description, vdis }
+}
+
+/** `compress` as the reference takes it: `gzip`, `zstd`, and the deprecated `true` (gzip) and `false`. */
+export function compressionOf(value: string | undefined): Compression {
+  if (value === undefined || value === '' || value === 'false') return 'none'
+  if (value === 'true' || value === 'gzip') return 'gzip'
+  if (value === 'zstd') return 'zstd'
+  throw new KeelError('INVALID_PARAMETERS', `compress must be gzip, zstd, true or false, not ${value}`, { errors: [{ path: 'query.compress', message: 'must be gzip, zstd, true or false' }] })
+}
+
+/** `source` through a worker transform; a failure on either side ends the result with that error. */
+function through(transform: TransformFactory, name: string, source: AsyncIterable<Buffer>, options?: Record<string, unknown>): AsyncIterable<Buffer> {
+  return pipeline(Readable.from(source, { objectMode: false }), transform(name, options), () => {}) as AsyncIterable<Buffer>
+}
+
+/** A VM's XVA: ova.xml, then every disk's chunks, compressed in a worker when asked. */
+export function exportXva(disks: DiskAccess, description: XvaDescription, vdis: readonly XoRecord[], compression: Compression, transform: TransformFactory, concurrency = 1): AsyncIterable<Buffer> {
+  async function* archive(): AsyncGenerator<Buffer> {
+    const contents: DiskContent[] = []
+    for (const vdi of vdis) {
+      const allocated = await disks.allocation(vdi)
+      // Lazy: a disk's reads start (and hold its SR) only when the encoder reaches it.
+      contents.push({ size: num(vdi.size), allocated, blocks: disks.readBlocks(vdi, allocated, { concurrency }) })
+    }
+    yield* encodeXva(description, contents)
+  }
+  return compression === 'none' ? archive() : through(transform, `${compression}-compress`, archive())
+}
+
+/**
+ * Creates a VM from an XVA stream, plain or compressed (told apart by its
+ * first bytes, decompressed in a worker). Every chunk's checksum is verified
+ * and nothing shows until the whole archive is in. Returns the new VM's id.
+ */
+export async function importXva(disks: DiskAccess, sr: XoRecord, input: AsyncIterable<Uint8Array>, userId: string, transform: TransformFactory): Promise<string> {
+  const { head, stream } = await peek(input, 512)
+  const compression = detectCompression(head)
+  if (compression === 'none' && isOva(head)) throw ovaNotSupported()
+  const plain = compression === 'none' ? stream : through(transform, `${compression}-decompress`, stream)
+  const reader = await openXvaStream(plain)
+  const session = await disks.importVm(sr, reader.description, userId)
+  await feedImport(session, reader.blocks, (block) => session.write(block.disk, block))
+  return (await session.commit()).id
+}

@@ -1,0 +1,118 @@
+import { open, readdir, type FileHandle } from 'node:fs/promises'
+import { join } from 'node:path'
+import { KeelError } from '../../errors.js'
+import { VhdChain } from '../../formats/vhd/chain.js'
+import { fileHandleAccess } from '../../formats/vhd/random-access.js'
+import { VhdFile } from '../../formats/vhd/vhd-file.js'
+
+/**
+ * How the lab lays out disk files in an SR folder:
+ * - `<id>.vhd`: the content of the VDI or VDI snapshot `<id>`, dynamic or a
+ *   differencing child of a base;
+ * - `base-<uuid>.vhd`: a read-only base shared by the disks forked from it
+ *   (snapshots, fast clones), never written again, coalesced away when fewer
+ *   than two files still depend on it;
+ * - `*.tmp`: content being written, renamed over its final name on commit.
+ * Parents are named in each child's header; only names of these shapes are
+ * ever followed, so no path leaves the folder.
+ */
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const DISK_NAME = /^(base-)?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.vhd$/
+
+/** Only a validated UUID ever becomes part of a path. */
+export function pathPart(id: unknown): string {
+  if (typeof id !== 'string' || !UUID.test(id)) throw new KeelError('INVALID_PARAMETERS', `${String(id)} is not a disk identifier`, { errors: [{ path: 'id', message: 'must be a UUID' }] })
+  return id
+}
+
+export const diskFileName = (id: string): string => `${pathPart(id)}.vhd`
+export const baseFileName = (uuid: string): string => `base-${pathPart(uuid)}.vhd`
+
+/** The record id a file name holds content for, or undefined for a base or a foreign file. */
+export function recordIdOf(name: string): string | undefined {
+  const match = DISK_NAME.exec(name)
+  return match === null || match[1] !== undefined ? undefined : match[2]
+}
+
+export const isBaseName = (name: string): boolean => DISK_NAME.exec(name)?.[1] !== undefined
+
+export interface OpenedVhd {
+  readonly name: string
+  readonly handle: FileHandle
+  readonly vhd: VhdFile
+}
+
+export async function openVhdFile(folder: string, name: string, flags: 'r' | 'r+' = 'r'): Promise<OpenedVhd | undefined> {
+  let handle: FileHandle
+  try {
+    handle = await open(join(folder, name), flags)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw error
+  }
+  try {
+    return { name, handle, vhd: await VhdFile.open(fileHandleAccess(handle)) }
+  } catch (error) {
+    await handle.close()
+    throw error
+  }
+}
+
+export async function closeAll(files: readonly OpenedVhd[]): Promise<void> {
+  await Promise.all(files.map((file) => file.handle.close()))
+}
+
+/** A child's parent file name, if it has the shape of one of the lab's own files. */
+export function parentName(vhd: VhdFile): string | undefined {
+  if (!vhd.isDifferencing) return undefined
+  const name = vhd.header.parentUnicodeName
+  return DISK_NAME.test(name) ? name : undefined
+}
+
+export interface OpenedChain {
+  readonly chain: VhdChain
+  /** child first */
+  readonly files: readonly OpenedVhd[]
+  close(): Promise<void>
+}
+
+/** Opens a disk file and its ancestors; undefined when the disk has no file (it reads as zeros). */
+export async function openChain(folder: string, name: string): Promise<OpenedChain | undefined> {
+  const leaf = await openVhdFile(folder, name)
+  if (leaf === undefined) return undefined
+  const files = [leaf]
+  try {
+    for (let file = leaf; file.vhd.isDifferencing; ) {
+      const parent = parentName(file.vhd)
+      const opened = parent === undefined ? undefined : await openVhdFile(folder, parent)
+      if (opened === undefined) throw new Error(`disk file ${file.name} in ${folder} lost its parent ${file.vhd.header.parentUnicodeName}`)
+      files.push(opened)
+      file = opened
+    }
+    const chain = new VhdChain(files.map((file) => file.vhd))
+    return { chain, files, close: () => closeAll(files) }
+  } catch (error) {
+    await closeAll(files)
+    throw error
+  }
+}
+
+/** Makes renames and unlinks in a folder durable. */
+export async function syncFolder(folder: string): Promise<void> {
+  const directory = await open(folder, 'r')
+  try {
+    await directory.sync()
+  } finally {
+    await directory.close()
+  }
+}
+
+export async function listFolder(folder: string): Promise<string[]> {
+  try {
+    return await readdir(folder)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
+    throw error
+  }
+}
