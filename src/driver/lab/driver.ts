@@ -104,7 +104,8 @@ export class LabDriver implements Driver, LabStore {
     }
     this.#load(table)
     if (this.#files === undefined) return
-    if (seeding) await seedDiskContent(this.#files, this)
+    // Only the demo lab gets content: a generated lab of thousands of disks stays records until written.
+    if (seeding && this.#options.spec === undefined) await seedDiskContent(this.#files, this)
     await this.#files.recover()
   }
 
