@@ -13,6 +13,7 @@ import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
 import { diskRoutes } from './api/disks.js'
 import { vmStreamRoutes } from './api/vm-streams.js'
+import type { Duplex } from 'node:stream'
 import { WorkerPool } from '../workers/pool.js'
 import { docsRoutes } from './api/docs.js'
 import { operationsRoutes } from './api/operations-endpoints.js'
@@ -143,6 +144,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     keep: options.config.tasks.keep,
     onUnexpectedError: (error, task) => log.error({ err: error, taskId: task.id }, 'task failed unexpectedly'),
   })
+  // Per-byte stream work (compression) runs here, off the event loop that answers the API.
+  const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
+  const transform = (name: string, options?: Record<string, unknown>): Duplex => workers.transform(name, options)
   const sources = collectionSources({ driver, directory, acl, tasks })
   const sourceNamed = (name: string): CollectionSource => {
     const source = sources.find((candidate) => candidate.name === name)
@@ -170,13 +174,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     scopeOf: (userId) => acl.scopeOf(userId),
     metrics,
   })
-  // Per-byte stream work (compression) runs here, off the event loop that answers the API.
-  const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
     ...meRoutes(),
-    ...sources.flatMap((source) => readRoutes(source, { cache, listings, versions, watch: live.watch, single: source.type !== 'task' })),
+    ...sources
+      .filter((source) => source.name !== 'backup-archives')
+      .flatMap((source) => readRoutes(source, { cache, listings, versions, watch: live.watch, single: source.type !== 'task' })),
     ...taskRoutes(sourceNamed('tasks'), tasks, cache),
     ...sources.flatMap((source) => actionRoutes(source, bindingsOf(source), actionDeps)),
     ...sources.flatMap((source) => changeRoutes(source, driver)),
@@ -205,7 +209,7 @@ export async function createApp(options: AppOptions): Promise<App> {
             srs: sourceNamed('srs'),
             vms: sourceNamed('vms'),
             tasks,
-            transform: (name, options) => workers.transform(name, options),
+            transform,
           }),
         ]),
     ...(options.extraRoutes ?? []),

@@ -32,12 +32,19 @@ export async function exportRaw(disks: DiskAccess, vdi: XoRecord, size: number, 
 /**
  * The blocks changed since `base` (a snapshot of the VDI) as a differencing
  * VHD whose parent is the base's own VHD export (its footer UUID is the
- * snapshot's id): applied on a copy of the base, it gives the current content.
+ * snapshot's id), named `parentName` (default `<base id>.vhd`): applied on a
+ * copy of the base, it gives the current content.
  */
-export async function exportVhdDelta(disks: DiskAccess, vdi: XoRecord, base: XoRecord, size: number, options: ExportOptions): Promise<DiskStream> {
+export async function exportVhdDelta(
+  disks: DiskAccess,
+  vdi: XoRecord,
+  base: XoRecord,
+  size: number,
+  options: ExportOptions & { readonly parentName?: string },
+): Promise<DiskStream> {
   const changed = await disks.changedBlocks(vdi, base)
   const taken = typeof base.snapshot_time === 'number' ? base.snapshot_time : 0
-  const parent = { uuid: base.id, timestamp: Math.max(0, taken - VHD_EPOCH), name: `${base.id}.vhd` }
+  const parent = { uuid: base.id, timestamp: Math.max(0, taken - VHD_EPOCH), name: options.parentName ?? `${base.id}.vhd` }
   const plan = planVhdStream({ size, allocated: changed, uuid: vdi.id, parent, now: options.now })
   return { length: plan.length, bytes: encodeVhdStream(plan, disks.readBlocks(vdi, changed, { concurrency: options.concurrency })) }
 }

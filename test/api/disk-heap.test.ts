@@ -57,6 +57,8 @@ t.test('a disk five times larger than the heap exports whole, in bounded memory'
     await once(child.stdout, 'data')
     url = /listening on (http:\/\/[^\s]+)/.exec(out)?.[1]
   }
+  const memory = (field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]) * 1024
+  const started = memory('VmRSS')
   const srs = (await (await fetch(`${url}/rest/v0/srs?fields=id,name_label`, { headers: { authorization: AUTH } })).json()) as Array<{ id: string; name_label: string }>
   const sr = srs.find((candidate) => candidate.name_label === 'NFS shared storage')
   if (sr === undefined) throw new Error('no NFS SR')
@@ -83,6 +85,7 @@ t.test('a disk five times larger than the heap exports whole, in bounded memory'
   t.equal(vhdLength, Number(vhd.headers.get('content-length')), 'the VHD export is whole')
   t.ok(vhdLength > DISK / 2, 'and holds the data blocks')
 
-  const peak = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]
-  t.ok(Number(peak) * 1024 < 200 * MiB, `peak RSS ${Math.round(Number(peak) / 1024)} MiB stays far below the disk size`)
+  // What streaming adds to the idle service is bounded by blocks in flight, not by the disk's size.
+  const growth = memory('VmHWM') - started
+  t.ok(growth < 96 * MiB, `streaming a ${DISK / MiB} MiB disk raised the peak RSS by ${Math.round(growth / MiB)} MiB`)
 })

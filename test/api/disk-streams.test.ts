@@ -6,7 +6,10 @@ import { BLOCK_SIZE } from '../../src/formats/blocks.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
 import { collect, patternBlock, rawOf, run, tempDir, testDisk } from '../helpers/disks.js'
 import { demoIds, type DemoIds } from '../helpers/demo-lab.js'
-import { jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { request } from 'node:http'
+import { basic, jsonBody, startServer, ADMIN_EMAIL, ADMIN_PASSWORD, type TestServer } from '../helpers/server.js'
+
+const ADMIN = basic(ADMIN_EMAIL, ADMIN_PASSWORD)
 
 const MiB = 1024 * 1024
 const DISK_SIZE = 64 * MiB
@@ -55,6 +58,19 @@ async function smallVm(server: TestServer, demo: DemoIds, name: string): Promise
   const [disk] = await vmDisks(server, id)
   if (disk === undefined) throw new Error('no disk')
   return { vm: id, disk }
+}
+
+/** POSTs `body` through node:http with its Content-Length, destroying the socket after `cutAfter` bytes. */
+function upload(server: TestServer, path: string, body: Buffer, cutAfter: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(server.url + path, { method: 'POST', headers: { authorization: ADMIN, 'content-length': body.length } })
+    req.on('response', (res) => {
+      res.resume()
+      resolve(res.statusCode ?? 0)
+    })
+    req.on('error', reject)
+    req.write(body.subarray(0, cutAfter), () => setTimeout(() => req.destroy(new Error('client went away')), 50))
+  })
 }
 
 async function vdiCount(server: TestServer): Promise<number> {
@@ -241,6 +257,12 @@ print(hashlib.sha256(child.read_buffer_at_offset(child.get_media_size(), 0)).hex
     t.equal(refused.status, 422)
     t.equal(refused.body.code, 'INVALID_DISK_STREAM')
     t.type(refused.body.data.offset, 'number')
+    const truncated = await server.json<{ code: string }>(`/rest/v0/pools/${demo.pool}/vms`, { method: 'POST', body: xva.subarray(0, xva.length - 5000) })
+    t.equal(truncated.status, 422, 'a truncated archive')
+    t.equal(truncated.body.code, 'INVALID_DISK_STREAM')
+    await t.rejects(upload(server, `/rest/v0/pools/${demo.pool}/vms`, xva, Math.floor(xva.length / 2)), 'a client that goes away mid-archive')
+    await t.rejects(upload(server, `/rest/v0/srs/${demo.defaultSr}/vdis?raw=true`, rawOf(content), 10 * MiB), 'and mid-disk')
+    await new Promise((resolve) => setTimeout(resolve, 300))
     const ova = Buffer.alloc(1024)
     ova.write('vm.ovf', 0)
     ova.write('ustar', 257)
