@@ -4,7 +4,8 @@ import t from 'tap'
 import ts from 'typescript'
 import { packageRoot } from '../../src/paths.js'
 
-const SRC = join(packageRoot, 'src')
+/** The service's sources: src/ and the worker pipelines it runs (workers/). */
+const ROOTS = [join(packageRoot, 'src'), join(packageRoot, 'workers')]
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -96,8 +97,8 @@ t.test('the cycle finder', async (t) => {
   t.same(loop(square, ['a', 'b', 'c', 'd']), ['a', 'b', 'c', 'a'], 'the shortest way round')
 })
 
-t.test('no import circle in src/, type imports included', async (t) => {
-  const files = sourceFiles(SRC)
+t.test('no import circle in src/ and workers/, type imports included', async (t) => {
+  const files = ROOTS.flatMap(sourceFiles)
   t.ok(files.length > 50, 'the sources were found')
   const graph = new Map(files.map((file) => [file, localImports(file)]))
   const unresolved = [...graph.values()].flat().filter((target) => !graph.has(target))
