@@ -13,6 +13,7 @@ import { eventsBench } from './events.js'
 import { filterBench } from './filter.js'
 import { serializationBench } from './serialize.js'
 import { formatsBench } from './formats.js'
+import { disksBench, disksBenchOptions } from './disks.js'
 import type { XoRecord } from '../src/driver/types.js'
 
 const duration = Number(process.env['BENCH_DURATION'] ?? 10)
@@ -103,6 +104,8 @@ async function main(): Promise<void> {
     process.stdout.write(`\nDisk format codecs, 512 MiB mixed disk (MiB/s of disk content, best of 3):\n\n| codec | MiB/s |\n|---|---|\n`)
     for (const result of await formatsBench()) process.stdout.write(`| ${result.name} | ${result.mibPerSecond.toFixed(0)} |\n`)
     for (const child of children.splice(0)) child.kill('SIGTERM')
+    // Its own Keel on a small lab and its own baselines; sizes from BENCH_DISK_* (bench/disks.ts).
+    process.stdout.write('\n' + (await disksBench(disksBenchOptions(pin))))
     process.stdout.write('\n' + (await eventsBench({ connections: 1000, changes: 10000, vms: 1000, pin })))
   } finally {
     for (const child of children) child.kill('SIGTERM')

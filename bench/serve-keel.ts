@@ -1,14 +1,15 @@
 // Child process for the benchmark: Keel on a prepared data directory, port chosen by the OS, logging
-// one line per request as it does in service (the benchmark sends stderr to /dev/null).
+// one line per request as it does in service (the benchmark sends stderr to /dev/null). STEP_DELAY_MS
+// overrides the lab's simulated step time (the disk benchmark sets 0 so an action's time is Keel's work).
 import { createApp } from '../src/app.js'
 import { loadConfig } from '../src/config/config.js'
 import { generateLabSpec } from '../src/driver/lab/generate.js'
 
-const [dataDir, vms, hosts] = process.argv.slice(2)
-if (dataDir === undefined) throw new Error('usage: serve-keel DATA_DIR [VMS HOSTS]')
+const [dataDir, vms, hosts, stepDelay] = process.argv.slice(2)
+if (dataDir === undefined) throw new Error('usage: serve-keel DATA_DIR [VMS HOSTS [STEP_DELAY_MS]]')
 const app = await createApp({
   dataDir,
-  config: loadConfig(),
+  config: loadConfig(undefined, stepDelay === undefined ? {} : { lab: { stepDelay: Number(stepDelay) } }),
   adminPassword: 'bench-password',
   labSpec: generateLabSpec({ vms: Number(vms ?? 10000), hosts: Number(hosts ?? 50) }),
 })
