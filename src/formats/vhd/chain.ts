@@ -50,7 +50,7 @@ export class VhdChain {
       const stored = await file.readBlock(index)
       if (stored === undefined) continue
       const full = !file.isDifferencing || stored.bitmap.every((byte) => byte === 0xff)
-      if (merged === undefined && full) return Buffer.from(stored.data)
+      if (merged === undefined && full) return stored.data
       merged ??= Buffer.alloc(BLOCK_SIZE)
       filled ??= new Uint8Array(SECTORS_PER_BLOCK)
       for (let sector = 0; sector < SECTORS_PER_BLOCK; sector++) {
