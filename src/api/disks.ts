@@ -11,6 +11,7 @@ import type { Principal } from '../auth/principal.js'
 import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
 import { sendStream } from '../http/stream-reply.js'
 import { discardRestOfRequest } from '../http/drain-request.js'
+import { requestBody } from '../http/continue.js'
 import { BASE } from './paths.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
@@ -76,6 +77,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
       operationId: `${source.name}-export-vhd`,
       summary: 'Export the disk as a dynamic VHD (exact Content-Length)',
       tags: [source.name],
+      idleTimeout: 'default',
       access: privilegeOn(source, action),
       params: IdParams,
       query: ExportQuery,
@@ -92,6 +94,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
       operationId: `${source.name}-export-raw`,
       summary: 'Export the disk as raw bytes of exactly its virtual size; a Range resumes a broken download',
       tags: [source.name],
+      idleTimeout: 'default',
       access: privilegeOn(source, action),
       params: IdParams,
       query: ExportQuery,
@@ -119,15 +122,14 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
       operationId: `${deps.vdis.name}-import-${format}`,
       summary: `Replace the disk's content with a ${format === 'vhd' ? 'VHD' : 'raw'} stream of exactly its size (atomic)`,
       tags: [deps.vdis.name],
+      idleTimeout: 'default',
       access: privilegeOn(deps.vdis, 'import-content'),
       params: IdParams,
       responses: { 204: { description: 'written and durable' }, ...BodyErrorResponses },
       handler: async ({ req, res, params, principal }) => {
         const vdi = resolveTarget(deps.vdis, params.id, principal, 'import-content')
         try {
-          // Not destroyed when a decoder stops early, so the refusal can still be answered.
-          const body = req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>
-          await importDisk(deps.disks, vdi, sizeOf(vdi), format, body, declaredLength(req))
+          await importDisk(deps.disks, vdi, sizeOf(vdi), format, requestBody(req), declaredLength(req))
         } catch (error) {
           await discardRestOfRequest(req, res)
           throw error

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { KeelError } from '../errors.js'
+import { requestBody } from './continue.js'
 
 export const bodyTooLarge = (limit: number): KeelError =>
   new KeelError('BODY_TOO_LARGE', `request body is larger than ${limit} bytes`, { limit })
@@ -33,7 +34,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
 
   const chunks: Buffer[] = []
   let size = 0
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  for await (const chunk of requestBody(req)) {
     size += chunk.length
     if (size > limit) throw bodyTooLarge(limit)
     chunks.push(chunk)
