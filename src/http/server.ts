@@ -14,7 +14,7 @@ import type { Metrics } from './metrics.js'
 import type { RequestLogEntry } from '../log.js'
 import { readJsonBody } from './body.js'
 import { deferContinue, isAwaitingContinue } from './continue.js'
-import { boundBody, JSON_BODY_TIMEOUT, watchIdle } from './timeouts.js'
+import { JSON_BODY_TIMEOUT, watchIdle, withinBodyTimeout } from './timeouts.js'
 import type { Router, RouteMatch } from './router.js'
 
 export interface HttpOptions {
@@ -91,8 +91,8 @@ function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse,
     }
     route.checkParams?.(params)
     const query = route.checkQuery?.(new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1))) ?? {}
-    if (route.checkBody !== undefined && def.idleTimeout === undefined) boundBody(req, res, JSON_BODY_TIMEOUT)
-    const body: Maybe<unknown> = route.checkBody === undefined ? undefined : readJsonBody(req, options.maxJsonBodySize)
+    const body: Maybe<unknown> =
+      route.checkBody === undefined ? undefined : withinBodyTimeout(req, res, JSON_BODY_TIMEOUT, readJsonBody(req, options.maxJsonBodySize))
     return then(body, (value) => {
       if (route.checkBody !== undefined) {
         if (value === undefined && def.bodyRequired) {

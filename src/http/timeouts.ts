@@ -21,13 +21,15 @@ export function watchIdle(req: IncomingMessage, res: ServerResponse, ms: number)
   })
 }
 
-/** Cuts a request whose JSON body has not fully arrived `ms` after its headers. */
-export function boundBody(req: IncomingMessage, res: ServerResponse, ms: number): void {
-  if (req.complete) return
+/** Reads a JSON body, cutting the request if the reading takes more than `ms`. */
+export async function withinBodyTimeout<T>(req: IncomingMessage, res: ServerResponse, ms: number, reading: Promise<T>): Promise<T> {
   const timer = setTimeout(() => {
     req.destroy(stalled(`request body not received within ${ms} ms`))
     res.destroy()
   }, ms)
-  const clear = (): void => clearTimeout(timer)
-  req.once('end', clear).once('close', clear)
+  try {
+    return await reading
+  } finally {
+    clearTimeout(timer)
+  }
 }
