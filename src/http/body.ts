@@ -6,7 +6,7 @@ export const bodyTooLarge = (limit: number): KeelError =>
   new KeelError('BODY_TOO_LARGE', `request body is larger than ${limit} bytes`, { limit })
 
 /** Whether the request announces a body at all (length > 0 or chunked). */
-function hasBody(req: IncomingMessage): boolean {
+export function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length']
   if (length !== undefined) return length !== '0'
   return req.headers['transfer-encoding'] !== undefined

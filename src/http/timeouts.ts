@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { KeelError } from '../errors.js'
+import { hasBody } from './body.js'
 
 /** How long a JSON body may take to arrive once its headers have, like node's headersTimeout for the headers. */
 export const JSON_BODY_TIMEOUT = 60_000
@@ -19,6 +20,9 @@ export function watchIdle(req: IncomingMessage, res: ServerResponse, ms: number)
     req.destroy(stalled(`no byte moved for ${ms} ms`))
     res.destroy()
   })
+  // Once an upload has wholly arrived the client waits on its commit, however long: cutting
+  // then would leave it unsure whether the disk was written.
+  if (hasBody(req)) req.once('end', () => req.setTimeout(0))
 }
 
 /** Reads a JSON body, cutting the request if the reading takes more than `ms`. */
