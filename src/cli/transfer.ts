@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { createReadStream, createWriteStream } from 'node:fs'
-import { rename, stat, unlink } from 'node:fs/promises'
+import { createReadStream } from 'node:fs'
+import { open, rename, stat, unlink } from 'node:fs/promises'
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { basename, dirname, join } from 'node:path'
@@ -90,8 +90,11 @@ async function receive(response: IncomingMessage, file: string, flags: 'w' | 'a'
   const expected = contentLength(response)
   const progress = new Progress(total ?? (expected === undefined ? undefined : already + expected), process.stderr, already)
   const counter = meter(progress)
+  // Opened before the body flows: a stream that opens lazily can create the
+  // file after a failed transfer has already cleaned up.
+  const handle = await open(file, flags)
   try {
-    await pipeline(response, counter, createWriteStream(file, { flags }))
+    await pipeline(response, counter, handle.createWriteStream())
   } catch (error) {
     throw new CliError(`${what} failed after ${already + counter.count()} bytes: ${(error as Error).message}`)
   } finally {
