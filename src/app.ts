@@ -246,6 +246,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     authenticator,
     log,
     maxJsonBodySize: options.config.http.maxJsonBodySize,
+    idleTimeout: options.config.http.idleTimeout,
     scopeOf: (userId) => acl.scopeOf(userId),
     metrics,
     requestLog: serviceLog.request,

@@ -11,8 +11,8 @@ import { requireUpdates } from '../acl/check.js'
 
 const done = { description: 'Done' }
 
-/** DELETE runs without a task: nothing can abort it, and progress has no reader. */
-const immediate = (userId: string): OperationContext => ({ signal: new AbortController().signal, userId, progress: () => {} })
+/** An operation run without a task (DELETE, an export's own snapshot): nothing can abort it, and progress has no reader. */
+export const immediate = (userId: string): OperationContext => ({ signal: new AbortController().signal, userId, progress: () => {} })
 
 /** PATCH, DELETE and the tag item routes of one source, as far as its type allows them. */
 export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef[] {

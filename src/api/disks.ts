@@ -11,6 +11,7 @@ import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schemas.js'
 import { sendStream } from '../http/stream-reply.js'
 import { discardRestOfRequest } from '../http/drain-request.js'
+import { requestBody } from '../http/continue.js'
 import type { TaskManager } from '../tasks/manager.js'
 import { BASE } from './paths.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
@@ -78,8 +79,8 @@ export function declaredLength(req: IncomingMessage): number | undefined {
   return value === undefined ? undefined : Number(value)
 }
 
-/** The request body as a stream that a decoder may stop early: it is not destroyed then, so the refusal can still be answered. */
-export const uploadOf = (req: IncomingMessage): AsyncIterable<Buffer> => req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>
+/** The request body as a stream that a decoder may stop early (the refusal can still be answered); 100 Continue goes out on the first read. */
+export const uploadOf = (req: IncomingMessage): AsyncIterable<Buffer> => requestBody(req)
 
 /** Reads an upload; a refusal first discards what the client still sends, so the answer reaches it. */
 export async function receiving<T>(req: IncomingMessage, res: ServerResponse, work: () => Promise<T>): Promise<T> {
@@ -118,6 +119,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
       operationId: `${source.name}-export-vhd`,
       summary: 'Export the disk as a dynamic VHD (exact Content-Length), or with `base` the blocks changed since that snapshot as a differencing VHD',
       tags: [source.name],
+      idleTimeout: 'default',
       access: privilegeOn(source, action),
       params: IdParams,
       query: VhdExportQuery,
@@ -139,6 +141,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
       operationId: `${source.name}-export-raw`,
       summary: 'Export the disk as raw bytes of exactly its virtual size; a Range resumes a broken download',
       tags: [source.name],
+      idleTimeout: 'default',
       access: privilegeOn(source, action),
       params: IdParams,
       query: ExportQuery,
@@ -172,6 +175,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
           ? "Replace the disk's content with a dynamic VHD of exactly its size, or apply a differencing VHD over it (atomic)"
           : "Replace the disk's content with raw bytes of exactly its size (atomic)",
       tags: [deps.vdis.name],
+      idleTimeout: 'default',
       access: privilegeOn(deps.vdis, 'import-content'),
       params: IdParams,
       responses: { 204: { description: 'written and durable' }, ...BodyErrorResponses },
@@ -196,6 +200,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
     operationId: `${deps.srs.name}-import-vdi`,
     summary: 'Create a VDI on the SR from a VHD (default) or raw upload: 201 {id} with Location; nothing is created unless every byte arrives',
     tags: [deps.srs.name],
+    idleTimeout: 'default',
     access: privilegeOn(deps.srs, 'import:vdi'),
     params: IdParams,
     query: NewDiskQuery,

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import type { DiskAccess, Driver, OperationContext, XoRecord } from '../driver/types.js'
+import type { DiskAccess, Driver, XoRecord } from '../driver/types.js'
+import { immediate } from './changes.js'
 import { invalidParameters, noSuchObject } from '../errors.js'
 import { transferTask } from '../disks/transfer.js'
 import { compressionOf, describeVm, exportXva, importXva, type TransformFactory } from '../disks/xva.js'
@@ -35,22 +36,18 @@ const XvaImportQuery = Type.Object({ sr: Type.Optional(Type.String({ description
 /** A VM that runs is exported from a snapshot, as the reference does: its disks are not changing under the export then. */
 const LIVE_STATES: ReadonlySet<unknown> = new Set(['Running', 'Paused'])
 
-function operationContext(userId: string): OperationContext {
-  return { signal: new AbortController().signal, userId, progress: () => {} }
-}
-
 /** `GET vms|vm-snapshots|vm-templates/:id.xva`, `POST pools/:id/vms` (XVA import). */
 export function vmStreamRoutes(deps: VmStreamDeps): RouteDef[] {
   /** Streams `vm`'s XVA from a snapshot taken for the purpose when it runs, removed however the stream ends. */
   async function streamVm(vm: XoRecord, userId: string, send: (vm: XoRecord) => Promise<void>): Promise<void> {
     if (vm.type !== 'VM' || !LIVE_STATES.has(vm.power_state)) return send(vm)
-    const created = await deps.driver.perform(vm, 'snapshot', { name_label: `[XO Export] ${String(vm.name_label)}` }, operationContext(userId))
+    const created = await deps.driver.perform(vm, 'snapshot', { name_label: `[XO Export] ${String(vm.name_label)}` }, immediate(userId))
     const snapshot = created === undefined ? undefined : deps.driver.getObject(created.id)
     if (snapshot === undefined) throw new Error(`the export snapshot of VM ${vm.id} vanished`)
     try {
       await send(snapshot)
     } finally {
-      await deps.driver.destroy(snapshot, operationContext(userId))
+      await deps.driver.destroy(snapshot, immediate(userId))
     }
   }
 
@@ -61,6 +58,7 @@ export function vmStreamRoutes(deps: VmStreamDeps): RouteDef[] {
       operationId: `${source.name}-export-xva`,
       summary: 'Export as an XVA (a running VM from a snapshot removed afterwards); `compress` zstd or gzip',
       tags: [source.name],
+      idleTimeout: 'default',
       access: privilegeOn(source, 'export'),
       params: IdParams,
       query: XvaExportQuery,
@@ -90,6 +88,7 @@ export function vmStreamRoutes(deps: VmStreamDeps): RouteDef[] {
     operationId: `${deps.pools.name}-import-vm`,
     summary: "Import a VM from an XVA (plain, gzip or zstd) onto an SR of the pool: 201 {id} with Location; OVA is refused with 415",
     tags: [deps.pools.name],
+    idleTimeout: 'default',
     access: { privilege: { resource: 'sr', action: 'import:vm' } },
     params: IdParams,
     query: XvaImportQuery,

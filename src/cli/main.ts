@@ -6,6 +6,8 @@ import { ConfigError, loadConfig } from '../config/config.js'
 import { generateLab } from './lab.js'
 import { createToken } from './token.js'
 import { watch } from './watch.js'
+import { vdi } from './vdi.js'
+import { vm } from './vm.js'
 import { CliError } from './errors.js'
 
 const usage = `Usage:
@@ -13,8 +15,13 @@ const usage = `Usage:
   keel token create --url URL --user EMAIL [--description TEXT] [--expires-in DURATION]
   keel lab generate --vms N [--hosts H] [--data-dir DIR] [--seed N]
   keel watch <collection> --url URL [--filter F] [--fields a,b] [--json]
+  keel vdi export <id> -o FILE [--format vhd|raw] [--concurrency N] [--base SNAPSHOT] [--snapshot] [--resume]
+  keel vdi import FILE (--sr SR [--name-label L] [--name-description D] | --into VDI) [--format vhd|raw]
+  keel vm export <id> -o FILE [--compress zstd|gzip]
+  keel vm import FILE --pool POOL [--sr SR]
 
-Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create), KEEL_TOKEN (watch).`
+Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create), KEEL_TOKEN (watch).
+vdi and vm take --url/--token or KEEL_URL/KEEL_TOKEN.`
 
 async function serve(args: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -76,6 +83,8 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'token' && sub === 'create') return createToken(rest)
   if (command === 'lab' && sub === 'generate') return generateLab(rest)
   if (command === 'watch') return watch(argv.slice(1))
+  if (command === 'vdi') return vdi(argv.slice(1))
+  if (command === 'vm') return vm(argv.slice(1))
   if (command === undefined || command === '--help' || command === 'help') {
     process.stdout.write(usage + '\n')
     return

@@ -59,6 +59,7 @@ const sections = {
       host: { read: stringReader(), default: '127.0.0.1' },
       port: { read: integerReader(0, 65535), default: 8080 },
       maxJsonBodySize: { read: integerReader(1024, 1024 ** 3), default: 1024 * 1024 },
+      idleTimeout: { read: durationReader, default: 5 * 60_000 },
     },
   },
   'rest-api': {

@@ -15,7 +15,7 @@ export class TransferMeter {
 
   add(bytes: number): void {
     this.#done += bytes
-    if (this.#total !== undefined && this.#total > 0) this.#context.progress((this.#done / this.#total) * 100)
+    this.#context.bytes(this.#done, this.#total)
   }
 
   /** `source`, counted as it flows; stops when the task is aborted. */

@@ -1,11 +1,12 @@
 import type { IncomingMessage } from 'node:http'
 import { KeelError } from '../errors.js'
+import { requestBody } from './continue.js'
 
 export const bodyTooLarge = (limit: number): KeelError =>
   new KeelError('BODY_TOO_LARGE', `request body is larger than ${limit} bytes`, { limit })
 
 /** Whether the request announces a body at all (length > 0 or chunked). */
-function hasBody(req: IncomingMessage): boolean {
+export function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length']
   if (length !== undefined) return length !== '0'
   return req.headers['transfer-encoding'] !== undefined
@@ -33,7 +34,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
 
   const chunks: Buffer[] = []
   let size = 0
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  for await (const chunk of requestBody(req)) {
     size += chunk.length
     if (size > limit) throw bodyTooLarge(limit)
     chunks.push(chunk)

@@ -44,6 +44,12 @@ interface RouteShape {
   readonly responses: Readonly<Record<number, ResponseSpec>>
   /** Left out of the OpenAPI document (asset files, redirects). */
   readonly hidden?: true
+  /**
+   * Marks a route that streams a body either way: its request is cut after this
+   * many ms without a byte moving ('default': the server's `[http] idleTimeout`),
+   * instead of the bounded time a JSON body gets.
+   */
+  readonly idleTimeout?: number | 'default'
 }
 
 /** A route as its author writes it: the handler's inputs follow from the schemas and the access. */

@@ -13,6 +13,8 @@ import { sendError } from './error-response.js'
 import type { Metrics } from './metrics.js'
 import type { RequestLogEntry } from '../log.js'
 import { readJsonBody } from './body.js'
+import { deferContinue, isAwaitingContinue } from './continue.js'
+import { JSON_BODY_TIMEOUT, watchIdle, withinBodyTimeout } from './timeouts.js'
 import type { Router, RouteMatch } from './router.js'
 
 export interface HttpOptions {
@@ -26,6 +28,8 @@ export interface HttpOptions {
   readonly maxUrlLength?: number
   readonly metrics: Metrics
   readonly requestLog: (entry: RequestLogEntry) => void
+  /** ms without a byte moving either way after which a streaming route's request is cut */
+  readonly idleTimeout: number
 }
 
 /** What the response's log line and metrics need to know of the route that answered. */
@@ -73,6 +77,7 @@ function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse,
   const { route, params } = match
   const { def } = route
   answered.route = def.path
+  if (def.idleTimeout !== undefined) watchIdle(req, res, def.idleTimeout === 'default' ? options.idleTimeout : def.idleTimeout)
 
   const authenticated = def.access.public
     ? undefined
@@ -86,7 +91,8 @@ function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse,
     }
     route.checkParams?.(params)
     const query = route.checkQuery?.(new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1))) ?? {}
-    const body: Maybe<unknown> = route.checkBody === undefined ? undefined : readJsonBody(req, options.maxJsonBodySize)
+    const body: Maybe<unknown> =
+      route.checkBody === undefined ? undefined : withinBodyTimeout(req, res, JSON_BODY_TIMEOUT, readJsonBody(req, options.maxJsonBodySize))
     return then(body, (value) => {
       if (route.checkBody !== undefined) {
         if (value === undefined && def.bodyRequired) {
@@ -102,7 +108,9 @@ function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse,
 export function createHttpServer(options: HttpOptions): Server {
   const { log } = options
   // Headers may be larger than Node's 16 KiB default so that an overlong target meets the router's 414 first.
-  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: MAX_HEADER_SIZE }, (req, res) => {
+  // No requestTimeout: a disk upload may rightly take hours; stalls are what the idle timeout cuts.
+  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: MAX_HEADER_SIZE })
+  const serve = (req: IncomingMessage, res: ServerResponse): void => {
     const started = process.hrtime.bigint()
     const incoming = req.headers['x-request-id']
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
@@ -121,8 +129,8 @@ export function createHttpServer(options: HttpOptions): Server {
         res.destroy(error instanceof Error ? error : undefined)
         return
       }
-      if (error instanceof KeelError && (error.code === 'BODY_TOO_LARGE' || error.code === 'UNSUPPORTED_MEDIA_TYPE')) {
-        // The unread body would otherwise be parsed as the next request.
+      if (isAwaitingContinue(req) || (error instanceof KeelError && (error.code === 'BODY_TOO_LARGE' || error.code === 'UNSUPPORTED_MEDIA_TYPE'))) {
+        // The unread body would otherwise be parsed as the next request; one never invited is not waited for.
         res.setHeader('Connection', 'close')
       }
       if (sendError(res, error, requestId) >= 500) log.error({ reqId: requestId, err: error }, 'request failed')
@@ -133,6 +141,11 @@ export function createHttpServer(options: HttpOptions): Server {
     } catch (error) {
       fail(error)
     }
+  }
+  server.on('request', serve)
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    deferContinue(req, res)
+    serve(req, res)
   })
   server.on('connection', watchRequestLine)
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, log, { maxHeaderSize: MAX_HEADER_SIZE }))

@@ -20,6 +20,12 @@ export const TaskSchema = Type.Object(
         type: Type.Optional(Type.String()),
         params: Type.Optional(Type.Unknown()),
         progress: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+        bytes: Type.Optional(
+          Type.Object(
+            { done: Type.Integer({ minimum: 0 }), total: Type.Optional(Type.Integer({ minimum: 0 })) },
+            { additionalProperties: false, description: 'Bytes a transfer has moved, of how many when known' },
+          ),
+        ),
       },
       { additionalProperties: true },
     ),

@@ -7,12 +7,30 @@ import { serializeError, taskId, type TaskProperties, type TaskRecord } from './
 export interface TaskContext {
   readonly signal: AbortSignal
   progress(percent: number): void
+  /** Bytes moved so far, and of how many when known (which also sets the percentage). */
+  bytes(done: number, total?: number): void
 }
+
+/** What progress reports change in a task's properties. */
+type ProgressChange = Pick<TaskProperties, 'progress' | 'bytes'>
 
 interface Live {
   readonly controller: AbortController
   readonly waiters: Set<(task: TaskRecord) => void>
+  /** progress reported since the last write */
+  latest: ProgressChange | undefined
+  lastWrite: number
+  flushTimer: NodeJS.Timeout | undefined
 }
+
+/**
+ * Each write is a synchronous, fsynced SQLite commit on the event loop: a
+ * transfer reporting every chunk would spend its time there. Progress is
+ * written (and published) at most this often, the latest report winning.
+ */
+export const PROGRESS_WRITE_INTERVAL = 1000
+
+const percentOf = (value: number): number => Math.max(0, Math.min(100, Math.round(value)))
 
 export interface TaskManagerOptions {
   readonly clock: () => number
@@ -61,17 +79,17 @@ export class TaskManager {
   run<T>(properties: TaskProperties, work: (context: TaskContext) => Promise<T>): { task: TaskRecord; done: Promise<T> } {
     const now = this.#options.clock()
     const task: TaskRecord = { id: taskId(now), type: 'task', properties, start: now, updatedAt: now, status: 'pending' }
-    const live: Live = { controller: new AbortController(), waiters: new Set() }
+    const live: Live = { controller: new AbortController(), waiters: new Set(), latest: undefined, lastWrite: now, flushTimer: undefined }
     this.#live.set(task.id, live)
     this.#save(task, undefined)
     const context: TaskContext = {
       signal: live.controller.signal,
-      progress: (percent) => {
-        const current = this.#tasks.get(task.id)
-        const progress = Math.max(0, Math.min(100, Math.round(percent)))
-        if (current === undefined || current.status !== 'pending' || current.properties.progress === progress) return
-        this.#save({ ...current, properties: { ...current.properties, progress }, updatedAt: this.#options.clock() }, current)
-      },
+      progress: (percent) => this.#report(task.id, live, { progress: percentOf(percent) }),
+      bytes: (done, total) =>
+        this.#report(task.id, live, {
+          ...(total === undefined || total <= 0 ? {} : { progress: percentOf((done / total) * 100) }),
+          bytes: total === undefined ? { done } : { done, total },
+        }),
     }
     const done = (async () => {
       // The work starts on the next tick so that the caller has answered with the task id first.
@@ -142,6 +160,7 @@ export class TaskManager {
   close(): void {
     this.#closed = true
     for (const [id, live] of this.#live) {
+      clearTimeout(live.flushTimer)
       live.controller.abort(aborted('the service is stopping'))
       const task = this.#tasks.get(id)
       // Waiting requests get the record as it stands, so the server can close.
@@ -150,15 +169,43 @@ export class TaskManager {
     this.#live.clear()
   }
 
+  #report(id: string, live: Live, change: ProgressChange): void {
+    if (this.#tasks.get(id)?.status !== 'pending') return
+    live.latest = { ...live.latest, ...change }
+    const wait = live.lastWrite + PROGRESS_WRITE_INTERVAL - this.#options.clock()
+    if (wait <= 0) {
+      this.#flushProgress(id, live)
+      return
+    }
+    // Without a later report, the latest one is still written in time.
+    live.flushTimer ??= setTimeout(() => this.#flushProgress(id, live), wait).unref()
+  }
+
+  #flushProgress(id: string, live: Live): void {
+    clearTimeout(live.flushTimer)
+    live.flushTimer = undefined
+    const change = live.latest
+    live.latest = undefined
+    const current = this.#tasks.get(id)
+    if (change === undefined || current === undefined || current.status !== 'pending') return
+    const properties = { ...current.properties, ...change }
+    if (properties.progress === current.properties.progress && JSON.stringify(properties.bytes) === JSON.stringify(current.properties.bytes)) return
+    live.lastWrite = this.#options.clock()
+    this.#save({ ...current, properties, updatedAt: live.lastWrite }, current)
+  }
+
   #finish(id: string, status: 'success' | 'failure', result: unknown): TaskRecord | undefined {
     const current = this.#tasks.get(id)
     const live = this.#live.get(id)
     this.#live.delete(id)
+    clearTimeout(live?.flushTimer)
     if (current === undefined || this.#closed) return undefined
     const now = this.#options.clock()
+    // The final record carries the last progress reported, written or not.
+    const properties: TaskProperties = { ...current.properties, ...live?.latest }
     const finished: TaskRecord = {
       ...current,
-      ...(status === 'success' && current.properties.progress !== undefined ? { properties: { ...current.properties, progress: 100 } } : {}),
+      properties: status === 'success' && properties.progress !== undefined ? { ...properties, progress: 100 } : properties,
       status,
       end: now,
       updatedAt: now,

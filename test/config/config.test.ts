@@ -14,7 +14,7 @@ const file = (name: string, text: string): string => {
 
 t.test('defaults', async (t) => {
   const config = loadConfig()
-  t.same(config.http, { host: '127.0.0.1', port: 8080, maxJsonBodySize: 1024 * 1024 })
+  t.same(config.http, { host: '127.0.0.1', port: 8080, maxJsonBodySize: 1024 * 1024, idleTimeout: 5 * 60_000 })
   t.same(config.restApi, {
     maxRamAllocatedPerSseClient: 20,
     ssePingInterval: 30_000,
@@ -55,6 +55,7 @@ const bad: Array<[string, string, string]> = [
   ['bad port', '[http]\nport = 70000\n', 'http.port'],
   ['port as text', '[http]\nport = "80"\n', 'http.port'],
   ['bad duration', '[authentication]\nmaxTokenValidity = "forever"\n', 'authentication.maxTokenValidity'],
+  ['bad idle timeout', '[http]\nidleTimeout = "a while"\n', 'http.idleTimeout'],
   ['bad SSE budget', '[rest-api]\nmaxRamAllocatedPerSseClient = -1\n', 'rest-api.maxRamAllocatedPerSseClient'],
   ['default above max', '[authentication]\ndefaultTokenValidity = "1 year"\n', 'authentication.defaultTokenValidity'],
   ['section not a table', 'http = 5\n', 'http'],
@@ -69,6 +70,10 @@ for (const [name, text, key] of bad) {
     t.match((error as ConfigError).message, key)
   })
 }
+
+t.test('the idle timeout is a duration', async (t) => {
+  t.equal(loadConfig(file('idle.toml', '[http]\nidleTimeout = "90 seconds"\n')).http.idleTimeout, 90_000)
+})
 
 t.test('invalid TOML names the file', async (t) => {
   const path = file('broken.toml', '[http\n')

@@ -1,0 +1,92 @@
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { migrate, type Db } from '../../src/store/database.js'
+import { EventBus } from '../../src/events/bus.js'
+import { PROGRESS_WRITE_INTERVAL, TaskManager, type TaskContext } from '../../src/tasks/manager.js'
+import type { TaskRecord } from '../../src/tasks/record.js'
+import { ManualClock } from '../helpers/server.js'
+
+interface Setup {
+  readonly db: Db
+  readonly tasks: TaskManager
+  readonly clock: ManualClock
+  /** task rows written so far */
+  writes(): number
+  stored(id: string): TaskRecord
+}
+
+function setup(t: { teardown(fn: () => unknown): void }): Setup {
+  const db = new Database(':memory:')
+  migrate(db)
+  const clock = new ManualClock()
+  const bus = new EventBus()
+  let writes = 0
+  // Every write is published once, right after the row is committed.
+  bus.subscribe(() => writes++)
+  const tasks = new TaskManager(db, bus, { clock: clock.read, keep: 10 })
+  t.teardown(() => {
+    tasks.close()
+    db.close()
+  })
+  return {
+    db,
+    tasks,
+    clock,
+    writes: () => writes,
+    stored: (id) => JSON.parse((db.prepare('SELECT data FROM tasks WHERE id = ?').pluck().get(id) as string | undefined) ?? 'null') as TaskRecord,
+  }
+}
+
+/** Runs a task whose work the test drives through its context until it calls `finish`. */
+function started(s: Setup): { task: TaskRecord; context: Promise<TaskContext>; finish: () => void; done: Promise<unknown> } {
+  let finish = (): void => {}
+  let provide: (context: TaskContext) => void = () => {}
+  const context = new Promise<TaskContext>((resolve) => (provide = resolve))
+  const { task, done } = s.tasks.run({ name: 'transfer' }, (ctx) => {
+    provide(ctx)
+    return new Promise<void>((resolve) => (finish = resolve))
+  })
+  return { task, context, finish: () => finish(), done }
+}
+
+t.test('1000 progress reports within a second are at most 2 writes, and the latest is written by a timer', async (t) => {
+  const s = setup(t)
+  const run = started(s)
+  const ctx = await run.context
+  const before = s.writes()
+  for (let i = 1; i <= 1000; i++) {
+    s.clock.advance(0.9)
+    ctx.progress(i / 10)
+  }
+  t.ok(s.writes() - before <= 2, `${s.writes() - before} writes`)
+  await sleep(PROGRESS_WRITE_INTERVAL + 100)
+  t.ok(s.writes() - before <= 2, 'the timer adds no write past the bound')
+  t.equal(s.stored(run.task.id).properties.progress, 100, 'the latest value is persisted')
+  t.equal(s.tasks.get(run.task.id)?.properties.progress, 100, 'and is the record in memory')
+  run.finish()
+  await run.done
+})
+
+t.test('byte progress sets the percentage and the byte counts; finishing writes them and cancels the timer', async (t) => {
+  const s = setup(t)
+  const run = started(s)
+  const ctx = await run.context
+  s.clock.advance(PROGRESS_WRITE_INTERVAL)
+  ctx.bytes(256, 1024)
+  t.same(s.stored(run.task.id).properties.bytes, { done: 256, total: 1024 }, 'a report after a quiet second is written at once')
+  t.equal(s.stored(run.task.id).properties.progress, 25)
+  s.clock.advance(10)
+  ctx.bytes(512)
+  t.same(s.stored(run.task.id).properties.bytes, { done: 256, total: 1024 }, 'a report right after waits')
+  const before = s.writes()
+  run.finish()
+  await run.done
+  const finished = s.stored(run.task.id)
+  t.equal(finished.status, 'success')
+  t.same(finished.properties.bytes, { done: 512 }, 'the final state carries the last report')
+  t.equal(finished.properties.progress, 100)
+  await sleep(PROGRESS_WRITE_INTERVAL + 100)
+  t.equal(s.writes() - before, 1, 'only the final state was written: the pending timer was cancelled')
+  t.same(s.tasks.get(run.task.id), finished)
+})
