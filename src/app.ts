@@ -160,7 +160,7 @@ export async function createApp(options: AppOptions): Promise<App> {
           tasks,
           transform,
           clock,
-          onScheduleError: (error, schedule) => log.warn({ err: error, scheduleId: schedule.id }, 'a scheduled backup did not start'),
+          warn: (error, message, fields) => log.warn({ err: error, ...fields }, message),
         })
   const sources = [...collectionSources({ driver, directory, acl, tasks }), ...(backups === undefined ? [] : backupSources(backups))]
   const sourceNamed = (name: string): CollectionSource => {

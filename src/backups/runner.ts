@@ -5,7 +5,7 @@ import { describeVm, exportXva, type TransformFactory } from '../disks/xva.js'
 import type { BackupJob, BackupLog, BackupRepository, LogStatus, LogTask } from '../model/backups.js'
 import type { TaskContext, TaskManager } from '../tasks/manager.js'
 import { serializeError } from '../tasks/record.js'
-import { formatBackupTimestamp } from './layout.js'
+import { formatBackupTimestamp, vhdPath } from './layout.js'
 import type { DeltaBackupMetadata, FullBackupMetadata } from './metadata.js'
 import type { LocalRepository } from './repository.js'
 import { oldEntries } from './retention.js'
@@ -125,6 +125,11 @@ async function pool<T>(items: readonly T[], concurrency: number, work: (item: T)
   )
 }
 
+async function everyAsync<T>(items: readonly T[], test: (item: T) => Promise<boolean>): Promise<boolean> {
+  for (const item of items) if (!(await test(item))) return false
+  return true
+}
+
 /**
  * Runs backup jobs: each selected VM is snapshotted, exported to every
  * repository of the job (an XVA in full mode; per disk a full or
@@ -238,12 +243,14 @@ export class BackupRunner {
     let snapshot: XoRecord | undefined
     let keepSnapshot = false
     try {
-      snapshot = await log.step(node, 'snapshot', undefined, async () => {
+      // The log keeps the snapshot's id (the reference's step result), not its record.
+      const snapshotId = await log.step(node, 'snapshot', undefined, async () => {
         const created = await driver.perform(vm, 'snapshot', { name_label: snapshotName(job, vm) }, context(userId, signal))
-        const record = created === undefined ? undefined : driver.getObject(created.id)
-        if (record === undefined) throw new Error(`the snapshot of VM ${vm.id} vanished`)
-        return record
+        if (created === undefined) throw new Error(`the snapshot of VM ${vm.id} was not created`)
+        return created.id
       })
+      snapshot = driver.getObject(snapshotId)
+      if (snapshot === undefined) throw new Error(`the snapshot ${snapshotId} of VM ${vm.id} vanished`)
       const taken = snapshot
       if (job.mode === 'full') {
         for (const { record, repository } of repositories) {
@@ -338,7 +345,11 @@ export class BackupRunner {
       const timestamp = await this.#timestamp(repository, vm.id)
       const ts = formatBackupTimestamp(timestamp)
       const baseTimestamp = previous?.timestamps[record.id]
-      const full = forcedFull || baseTimestamp === undefined
+      // A base disk deleted from the repository since leaves nothing to build on: a full again.
+      const baseKept =
+        baseTimestamp !== undefined &&
+        (await everyAsync(vdis, (vdi) => repository.hasDisk(vm.id, vhdPath(job.id, String(vdi.$snapshot_of ?? vdi.id), formatBackupTimestamp(baseTimestamp)))))
+      const full = forcedFull || !baseKept
       anyFull ||= full
       const records = toXapiRecords(description, vdis.map((vdi) => String(vdi.$snapshot_of ?? vdi.id)), String(vdis[0]?.$SR ?? ''), vm.id)
       const metadata: Omit<DeltaBackupMetadata, 'size' | 'vhds' | 'isVhdDifferencing'> = {

@@ -25,8 +25,8 @@ export interface BackupServiceDeps {
   readonly tasks: TaskManager
   readonly transform: TransformFactory
   readonly clock: () => number
-  /** a scheduled run failed to start (the job runs already, say) */
-  readonly onScheduleError: (error: unknown, schedule: Schedule) => void
+  /** something went wrong in the background (a schedule that did not start, a repository that could not be cleaned) */
+  readonly warn: (error: unknown, message: string, fields: Record<string, unknown>) => void
 }
 
 const MAX_BENCHMARKS = 50
@@ -96,7 +96,8 @@ export class BackupService {
     const orphans = [...this.#deps.driver.objectsOfType('VM-snapshot')].filter((snapshot) => String(snapshot.name_label).startsWith(BACKUP_SNAPSHOT_PREFIX) && !kept.has(snapshot.id))
     for (const snapshot of orphans) await this.#deps.driver.destroy(snapshot, { signal: new AbortController().signal, userId: '', progress: () => {} })
     for (const repository of store.list('backup-repository')) {
-      await this.#check(repository)
+      const checked = await this.#check(repository)
+      if (checked.error === undefined) await new LocalRepository(repositoryPath(checked.url)).clean().catch((error: unknown) => this.#deps.warn(error, 'a backup repository could not be cleaned', { repositoryId: checked.id }))
       await this.refreshArchives(repository.id).catch(() => {})
     }
     for (const schedule of store.list('schedule')) this.#arm(schedule)
@@ -233,7 +234,7 @@ export class BackupService {
       try {
         this.#runner.start(job, current.id, current.userId ?? job.userId ?? '')
       } catch (error) {
-        this.#deps.onScheduleError(error, current)
+        this.#deps.warn(error, 'a scheduled backup did not start', { scheduleId: current.id })
       }
     })
     this.#crons.set(schedule.id, cron)

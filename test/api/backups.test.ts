@@ -4,7 +4,8 @@ import { cpSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { BLOCK_SIZE } from '../../src/formats/blocks.js'
 import { packageRoot } from '../../src/paths.js'
-import { patternBlock, run, tempDir } from '../helpers/disks.js'
+import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
+import { collect, patternBlock, run, tempDir } from '../helpers/disks.js'
 import { demoIds, type DemoIds } from '../helpers/demo-lab.js'
 import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
@@ -43,13 +44,20 @@ async function smallVm(server: TestServer, demo: DemoIds, name: string): Promise
   return { vm: response.body.id, disk: await diskOf(server, response.body.id) }
 }
 
-/** Writes block `index` of a disk with a pattern, through a differencing-free raw range: the whole disk is re-sent. */
+/** Writes blocks of a disk with a differencing VHD over its current content (only those blocks change); returns the whole new content. */
 async function writeBlocks(server: TestServer, disk: string, blocks: ReadonlyMap<number, Buffer>): Promise<Buffer> {
-  const raw = await bytesOf(server, `/rest/v0/vdis/${disk}.raw`)
-  for (const [index, data] of blocks) data.copy(raw, index * BLOCK_SIZE)
-  const put = await server.request(`/rest/v0/vdis/${disk}.raw`, { method: 'PUT', body: raw })
-  if (put.status !== 204) throw new Error(`PUT: ${put.status}`)
-  return raw
+  const indexes = [...blocks.keys()].sort((a, b) => a - b)
+  const patch = await collect(
+    encodeVhdStream(
+      planVhdStream({ size: DISK_SIZE, allocated: indexes, uuid: disk, parent: { uuid: disk, timestamp: 0, name: `${disk}.vhd` }, now: 0 }),
+      (async function* () {
+        for (const index of indexes) yield { index, data: blocks.get(index) as Buffer }
+      })(),
+    ),
+  )
+  const put = await server.request(`/rest/v0/vdis/${disk}.vhd`, { method: 'PUT', body: patch })
+  if (put.status !== 204) throw new Error(`PUT: ${put.status} ${await put.text()}`)
+  return bytesOf(server, `/rest/v0/vdis/${disk}.raw`)
 }
 
 async function runJob(server: TestServer, jobId: string): Promise<void> {
@@ -196,7 +204,7 @@ t.test('backups over REST', async (t) => {
     t.equal(ended.body.status, 'success')
     const forget = await server.json<{ code: string }>(`/rest/v0/backup-repositories/${repository}/actions/forget`, { method: 'POST' })
     t.equal(forget.status, 403, 'a repository a job writes to is not forgotten')
-    t.equal((await server.request(`/rest/v0/schedules/${schedule}`, { method: 'PATCH', ...jsonBody({ enabled: false }) })).status, 204)
+    t.equal((await server.request(`/rest/v0/schedules/${schedule}`, { ...jsonBody({ enabled: false }), method: 'PATCH' })).status, 204)
     t.equal((await server.request(`/rest/v0/backup-jobs/${job}`, { method: 'DELETE' })).status, 204)
     t.equal((await server.json(`/rest/v0/schedules/${schedule}`)).status, 404, "a job's schedules go with it")
   })
