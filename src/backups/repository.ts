@@ -422,8 +422,12 @@ export class LocalRepository {
     for (;;) {
       const parents = new Map<string, string>()
       const names = (await listFolder(folder)).filter((name) => name.endsWith('.vhd') && !isTemporary(name)).sort()
+      const unreadable = new Set<string>()
       for (const name of names) {
-        const opened = await openVhdFile(folder, name)
+        const opened = await openVhdFile(folder, name).catch(() => {
+          unreadable.add(name)
+          return undefined
+        })
         if (opened === undefined) continue
         try {
           if (opened.vhd.isDifferencing) parents.set(name, opened.vhd.header.parentUnicodeName)
@@ -433,6 +437,13 @@ export class LocalRepository {
       }
       const childOf = (name: string): string | undefined => [...parents].find(([, parent]) => parent === name)?.[0]
       const orphans = names.filter((name) => !used.has(`${relative}/${name}`))
+      // A file that is not a VHD (a write cut short) is only removed when nothing names it; a broken disk an archive uses stays for the archive to report.
+      const broken = orphans.find((name) => unreadable.has(name))
+      if (broken !== undefined) {
+        await unlink(join(folder, broken))
+        changed = true
+        continue
+      }
       const childless = orphans.find((name) => childOf(name) === undefined)
       if (childless !== undefined) {
         await unlink(join(folder, childless))
