@@ -209,6 +209,7 @@ export class BackupRunner {
       const disks = countingDisks(this.#deps.disks, (bytes) => {
         if (taskContext.signal.aborted) throw aborted('the backup run was stopped')
         done += bytes
+        taskContext.bytes(done, total)
         if (total > 0) taskContext.progress(Math.min(99, (done / total) * 100))
       })
       const settings = job.settings[''] ?? {}

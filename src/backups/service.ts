@@ -9,7 +9,7 @@ import type { TaskManager } from '../tasks/manager.js'
 import { serializeError } from '../tasks/record.js'
 import { isZero } from '../formats/blocks.js'
 import { archiveRecord, ArchiveIndex } from './archives.js'
-import { parseArchiveId } from './layout.js'
+import { formatBackupTimestamp, parseArchiveId } from './layout.js'
 import type { BackupMetadata } from './metadata.js'
 import { LocalRepository, repositoryPath } from './repository.js'
 import { BACKUP_SNAPSHOT_PREFIX, BackupRunner, repositoryIdsOf } from './runner.js'
@@ -20,7 +20,7 @@ import type { Db } from '../store/database.js'
 export interface BackupServiceDeps {
   readonly db: Db
   readonly bus: EventBus
-  readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject' | 'objectsOfType'>
+  readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject' | 'objectsOfType' | 'update'>
   readonly disks: DiskAccess
   readonly tasks: TaskManager
   readonly transform: TransformFactory
@@ -311,6 +311,9 @@ export class BackupService {
         }
         id = (await session.commit()).id
       }
+      // Named as the reference names restored VMs: the source VM's name and the archive's time, not the snapshot's name.
+      const restored = this.#deps.driver.getObject(id)
+      if (restored !== undefined) await this.#deps.driver.update(restored, { nameLabel: `${String(metadata.vm['name_label'] ?? restored.name_label)} (${formatBackupTimestamp(metadata.timestamp)})` })
       store.put({ ...log, status: 'success', end: clock(), tasks: [{ id: `${log.id}:0`, message: 'transfer', start, end: clock(), status: 'success', result: { id, size: archive.size } }], result: { id } })
       return { id, type: 'VM' }
     } catch (error) {

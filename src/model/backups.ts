@@ -136,6 +136,7 @@ const LogTaskSchema = Type.Recursive((self) =>
     result: Type.Optional(Type.Unknown()),
     tasks: Type.Optional(Type.Array(self)),
   }),
+  { $id: 'BackupLogTask' },
 )
 
 export const BackupLogSchema = Type.Object(
