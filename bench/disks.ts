@@ -10,16 +10,13 @@
 //   BENCH_DISK_SNAPSHOTS      snapshots timed per VM, the median kept (5)
 import autocannon from 'autocannon'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { randomFillSync } from 'node:crypto'
-import { closeSync, createReadStream, createWriteStream, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
-import { get, request, type IncomingMessage } from 'node:http'
+import { closeSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { get, type IncomingMessage } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
-import { BLOCK_SIZE, blockCount } from '../src/formats/blocks.js'
-import { packageRoot } from '../src/paths.js'
+import { Api, createVm, download, expectTransfer, secondsSince, startServer, stop, upload, writeRawFile, type Created, type Transfer } from './keel-client.js'
 
 export interface DisksBenchOptions {
   /** virtual size of the streamed VDI; half of its 2 MiB blocks get random data */
@@ -45,84 +42,6 @@ const LAB_HOSTS = 2
 const RSS_SAMPLE_MS = 50
 const BARS = { raw: 0.9, vhd: 0.85, import: 0.8, xva: 0.9, latency: 3, rssMiB: 150, snapshotTolerance: 0.25 }
 
-// ---------------------------------------------------------------------------------------------
-// Child processes
-
-interface Server {
-  readonly child: ChildProcess
-  readonly url: string
-}
-
-/** Starts a bench/ script and resolves with the URL it prints; pinned to core 0 like the other benchmarks' servers. */
-function startServer(script: string, args: readonly string[], pin: boolean, stderr: 'ignore' | 'inherit'): Promise<Server> {
-  const node = [process.execPath, join(packageRoot, 'dist/bench', script), ...args]
-  const [command, ...rest] = pin ? ['taskset', '-c', '0', ...node] : node
-  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', stderr] })
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)))
-    createInterface({ input: child.stdout! }).once('line', (url) => resolve({ child, url }))
-  })
-}
-
-/** Ends one child by its PID and waits for it, so the next measurement has the cores to itself. */
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  process.kill(child.pid, 'SIGTERM')
-  await exited
-}
-
-// ---------------------------------------------------------------------------------------------
-// HTTP clients: bytes are counted and dropped, never held
-
-interface Transfer {
-  readonly status: number
-  readonly bytes: number
-  readonly seconds: number
-}
-
-const secondsSince = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e9
-
-/** The status and the byte count of a response, its body read to the end and dropped. */
-function drained(res: IncomingMessage, started: bigint): Promise<Transfer> {
-  return new Promise((resolve, reject) => {
-    let bytes = 0
-    res.on('data', (chunk: Buffer) => (bytes += chunk.length))
-    res.once('end', () => resolve({ status: res.statusCode ?? 0, bytes, seconds: secondsSince(started) }))
-    res.once('error', reject)
-  })
-}
-
-/** GET, timed from the request to the last byte. A fresh connection each time, as a backup job opens one per disk. */
-function download(url: string, headers: Readonly<Record<string, string>>): Promise<Transfer> {
-  const started = process.hrtime.bigint()
-  return new Promise((resolve, reject) => {
-    get(url, { headers, agent: false }, (res) => drained(res, started).then(resolve, reject)).once('error', reject)
-  })
-}
-
-/** PUT of a file's bytes with an exact Content-Length, timed from the request to the response's end. */
-async function upload(url: string, headers: Readonly<Record<string, string>>, file: string, size: number): Promise<Transfer> {
-  const started = process.hrtime.bigint()
-  const req = request(url, {
-    method: 'PUT',
-    agent: false,
-    headers: { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(size) },
-  })
-  const response = new Promise<Transfer>((resolve, reject) => {
-    req.once('response', (res) => drained(res, started).then(resolve, reject))
-    req.once('error', reject)
-  })
-  await pipeline(createReadStream(file, { highWaterMark: MiB }), req)
-  return response
-}
-
-function expectTransfer(what: string, transfer: Transfer, status: number, bytes?: number): Transfer {
-  if (transfer.status !== status) throw new Error(`${what}: status ${transfer.status}, expected ${status}`)
-  if (bytes !== undefined && transfer.bytes !== bytes) throw new Error(`${what}: ${transfer.bytes} bytes, expected ${bytes}`)
-  return transfer
-}
-
 /** A GET straight into a file (the VHD baseline is Keel's own export, written once). */
 async function downloadToFile(url: string, headers: Readonly<Record<string, string>>, file: string): Promise<void> {
   const res = await new Promise<IncomingMessage>((resolve, reject) => get(url, { headers, agent: false }, resolve).once('error', reject))
@@ -136,81 +55,7 @@ async function warm(file: string): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Keel's REST API
-
-class Api {
-  constructor(
-    readonly url: string,
-    readonly headers: Readonly<Record<string, string>>,
-  ) {}
-
-  /** Logs in with the bench password and keeps a token cookie, as the route benchmarks do. */
-  static async login(url: string): Promise<Api> {
-    const authorization = 'Basic ' + Buffer.from('admin@admin.net:bench-password').toString('base64')
-    const created = await fetch(`${url}/rest/v0/users/me/authentication_tokens`, { method: 'POST', headers: { authorization } })
-    const token = ((await created.json()) as { token: { id: string } }).token.id
-    return new Api(url, { cookie: `authenticationToken=${token}` })
-  }
-
-  /** A JSON call that must answer `status`; its body, typed by the caller (the bench trusts its own server). */
-  async expect<T>(method: string, path: string, status: number, body?: unknown): Promise<T> {
-    const init: RequestInit = { method, headers: { ...this.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }
-    if (body !== undefined) init.body = JSON.stringify(body)
-    const response = await fetch(this.url + path, init)
-    const text = await response.text()
-    if (response.status !== status) throw new Error(`${method} ${path}: ${response.status} ${text}`)
-    return (text === '' ? undefined : JSON.parse(text)) as T
-  }
-}
-
-interface Created {
-  readonly id: string
-}
-
-/** A halted VM with one disk of `size` bytes on the pool's default SR; returns the VM and its VDI. */
-async function createVm(api: Api, name: string, size: number): Promise<{ vm: string; vdi: string }> {
-  const [pool] = await api.expect<Array<{ id: string }>>('GET', '/rest/v0/pools?fields=id', 200)
-  const templates = await api.expect<Array<{ id: string; $pool: string }>>('GET', '/rest/v0/vm-templates?fields=id,$pool', 200)
-  const template = templates.find((candidate) => candidate.$pool === pool?.id)
-  if (pool === undefined || template === undefined) throw new Error('the lab has no pool with a template')
-  const params = { name_label: name, template: template.id, vdis: [{ name_label: `${name} disk`, size }] }
-  const { id: vm } = await api.expect<Created>('POST', `/rest/v0/pools/${pool.id}/actions/create_vm?sync=true`, 201, params)
-  const { $VBDs: vbds } = await api.expect<{ $VBDs: string[] }>('GET', `/rest/v0/vms/${vm}?fields=$VBDs`, 200)
-  for (const id of vbds) {
-    const vbd = await api.expect<{ VDI?: string; is_cd_drive: boolean }>('GET', `/rest/v0/vbds/${id}?fields=VDI,is_cd_drive`, 200)
-    if (!vbd.is_cd_drive && vbd.VDI !== undefined) return { vm, vdi: vbd.VDI }
-  }
-  throw new Error(`VM ${vm} was created without its disk`)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Content and resident set
-
-/**
- * The raw bytes of the streamed disk: every even 2 MiB block random, every odd one never written.
- * The file is sparse (odd blocks are holes), which reads as the same zeros; holes are cached like
- * data once read, and every comparison reads its files once before measuring.
- */
-function writeRawFile(file: string, size: number): void {
-  const fd = openSync(file, 'wx')
-  try {
-    const block = Buffer.alloc(BLOCK_SIZE)
-    for (let index = 0; index < blockCount(size); index += 2) {
-      const length = Math.min(BLOCK_SIZE, size - index * BLOCK_SIZE)
-      randomFillSync(block, 0, length)
-      writeAllSync(fd, block.subarray(0, length), index * BLOCK_SIZE)
-    }
-    // The file's length is the disk's even when its last block is a hole.
-    ftruncateSync(fd, size)
-  } finally {
-    closeSync(fd)
-  }
-}
-
-function writeAllSync(fd: number, data: Buffer, position: number): void {
-  let written = 0
-  while (written < data.length) written += writeSync(fd, data, written, data.length - written, position + written)
-}
+// Resident set
 
 /** A process's resident set now, MiB, from /proc (VmRSS). */
 function rssMiB(pid: number): number {

@@ -14,6 +14,7 @@ import { filterBench } from './filter.js'
 import { serializationBench } from './serialize.js'
 import { formatsBench } from './formats.js'
 import { disksBench, disksBenchOptions } from './disks.js'
+import { backupsBench, backupsBenchOptions } from './backups.js'
 import type { XoRecord } from '../src/driver/types.js'
 
 const duration = Number(process.env['BENCH_DURATION'] ?? 10)
@@ -106,6 +107,8 @@ async function main(): Promise<void> {
     for (const child of children.splice(0)) child.kill('SIGTERM')
     // Its own Keel on a small lab and its own baselines; sizes from BENCH_DISK_* (bench/disks.ts).
     process.stdout.write('\n' + (await disksBench(disksBenchOptions(pin))))
+    // Its own Keel too; sizes from BENCH_BACKUP_* (bench/backups.ts).
+    process.stdout.write('\n' + (await backupsBench(backupsBenchOptions(pin))))
     process.stdout.write('\n' + (await eventsBench({ connections: 1000, changes: 10000, vms: 1000, pin })))
   } finally {
     for (const child of children) child.kill('SIGTERM')

@@ -13,6 +13,8 @@ import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
 import { diskRoutes } from './api/disks.js'
 import { vmStreamRoutes } from './api/vm-streams.js'
+import { backupRoutes, backupSources } from './api/backups.js'
+import { BackupService } from './backups/service.js'
 import type { Duplex } from 'node:stream'
 import { WorkerPool } from '../workers/pool.js'
 import { docsRoutes } from './api/docs.js'
@@ -147,7 +149,20 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Per-byte stream work (compression) runs here, off the event loop that answers the API.
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
   const transform = (name: string, options?: Record<string, unknown>): Duplex => workers.transform(name, options)
-  const sources = collectionSources({ driver, directory, acl, tasks })
+  const backups =
+    driver.disks === undefined
+      ? undefined
+      : new BackupService({
+          db,
+          bus,
+          driver,
+          disks: driver.disks,
+          tasks,
+          transform,
+          clock,
+          warn: (error, message, fields) => log.warn({ err: error, ...fields }, message),
+        })
+  const sources = [...collectionSources({ driver, directory, acl, tasks }), ...(backups === undefined ? [] : backupSources(backups))]
   const sourceNamed = (name: string): CollectionSource => {
     const source = sources.find((candidate) => candidate.name === name)
     if (source === undefined) throw new Error(`no collection ${name}`)
@@ -211,6 +226,7 @@ export async function createApp(options: AppOptions): Promise<App> {
             tasks,
             transform,
           }),
+          ...(backups === undefined ? [] : backupRoutes({ backups, sources: new Map(sources.map((source) => [source.name, source])), driver, tasks, cache })),
         ]),
     ...(options.extraRoutes ?? []),
   ]
@@ -222,6 +238,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       description: 'Wire-compatible with the Xen Orchestra REST API v0. Authenticate with Basic (email and password) or the `authenticationToken` cookie.',
     }),
   )
+
+  await backups?.open()
 
   const server = createHttpServer({
     router,
@@ -266,6 +284,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       grace.unref()
       if (server.listening) await stopped
       clearTimeout(grace)
+      backups?.close()
       tasks.close()
       acl.close()
       metrics.close()

@@ -21,7 +21,8 @@ class SchemaRegistry {
     const converted: Json = {}
     for (const [key, value] of Object.entries(object)) {
       if (key === '$id') continue
-      converted[key] = this.#convert(value)
+      // A recursive schema refers to itself by its bare `$id`, which is a component here.
+      converted[key] = key === '$ref' && typeof value === 'string' && !value.startsWith('#') ? `#/components/schemas/${value}` : this.#convert(value)
     }
     const id = object['$id']
     if (typeof id !== 'string') return converted

@@ -8,6 +8,7 @@ import { createToken } from './token.js'
 import { watch } from './watch.js'
 import { vdi } from './vdi.js'
 import { vm } from './vm.js'
+import { backup } from './backup.js'
 import { CliError } from './errors.js'
 
 const usage = `Usage:
@@ -19,9 +20,11 @@ const usage = `Usage:
   keel vdi import FILE (--sr SR [--name-label L] [--name-description D] | --into VDI) [--format vhd|raw]
   keel vm export <id> -o FILE [--compress zstd|gzip]
   keel vm import FILE --pool POOL [--sr SR]
+  keel backup run <job id>
+  keel backup restore <archive id> --sr SR
 
 Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create), KEEL_TOKEN (watch).
-vdi and vm take --url/--token or KEEL_URL/KEEL_TOKEN.`
+vdi, vm and backup take --url/--token or KEEL_URL/KEEL_TOKEN.`
 
 async function serve(args: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -85,6 +88,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'watch') return watch(argv.slice(1))
   if (command === 'vdi') return vdi(argv.slice(1))
   if (command === 'vm') return vm(argv.slice(1))
+  if (command === 'backup') return backup(argv.slice(1))
   if (command === undefined || command === '--help' || command === 'help') {
     process.stdout.write(usage + '\n')
     return

@@ -202,3 +202,20 @@ export async function upload(endpoint: Endpoint, method: string, path: string, f
   for await (const chunk of response as AsyncIterable<Buffer>) chunks.push(chunk)
   return Buffer.concat(chunks)
 }
+
+/** A JSON request whose answer must have the expected status; returns its parsed body. */
+export async function requestJson(endpoint: Endpoint, method: string, path: string, expected: number, what: string, body?: unknown): Promise<unknown> {
+  const text = body === undefined ? undefined : JSON.stringify(body)
+  const request = send(endpoint, method, path, text === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+  request.end(text)
+  const response = await answer(request, endpoint)
+  if (response.statusCode !== expected) throw await refusal(response, what)
+  const chunks: Buffer[] = []
+  for await (const chunk of response as AsyncIterable<Buffer>) chunks.push(chunk)
+  const answered = Buffer.concat(chunks).toString('utf8')
+  try {
+    return answered === '' ? undefined : (JSON.parse(answered) as unknown)
+  } catch {
+    throw new CliError(`${what}: the server answered something that is not JSON`)
+  }
+}

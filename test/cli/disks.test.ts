@@ -1,5 +1,4 @@
 import t, { type Test } from 'tap'
-import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { createReadStream, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -8,27 +7,9 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { BLOCK_SIZE, blockCount, zeros } from '../../src/formats/blocks.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
-import { packageRoot } from '../../src/paths.js'
 import { collect, tempDir, testDisk, type TestDisk } from '../helpers/disks.js'
+import { keel } from '../helpers/cli.js'
 import { jsonBody, startServer } from '../helpers/server.js'
-
-const cli = join(packageRoot, 'dist/src/cli/main.js')
-
-interface Run {
-  readonly status: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** Runs the CLI without blocking this process, which hosts the server it talks to. */
-function keel(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const child = spawn(process.execPath, [cli, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env } })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  return new Promise((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr })))
-}
 
 async function* rawChunks(disk: TestDisk): AsyncGenerator<Buffer> {
   for (let index = 0; index < blockCount(disk.size); index++) {

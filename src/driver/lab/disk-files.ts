@@ -1,9 +1,7 @@
-import { open, readdir, type FileHandle } from 'node:fs/promises'
-import { join } from 'node:path'
 import { KeelError } from '../../errors.js'
 import { VhdChain } from '../../formats/vhd/chain.js'
-import { fileHandleAccess } from '../../formats/vhd/random-access.js'
-import { VhdFile } from '../../formats/vhd/vhd-file.js'
+import { closeAll, openVhdFile, type OpenedVhd } from '../../formats/vhd/vhd-folder.js'
+import type { VhdFile } from '../../formats/vhd/vhd-file.js'
 
 /**
  * How the lab lays out disk files in an SR folder:
@@ -37,32 +35,6 @@ export function recordIdOf(name: string): string | undefined {
 
 export const isBaseName = (name: string): boolean => DISK_NAME.exec(name)?.[1] !== undefined
 
-export interface OpenedVhd {
-  readonly name: string
-  readonly handle: FileHandle
-  readonly vhd: VhdFile
-}
-
-export async function openVhdFile(folder: string, name: string, flags: 'r' | 'r+' = 'r'): Promise<OpenedVhd | undefined> {
-  let handle: FileHandle
-  try {
-    handle = await open(join(folder, name), flags)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw error
-  }
-  try {
-    return { name, handle, vhd: await VhdFile.open(fileHandleAccess(handle)) }
-  } catch (error) {
-    await handle.close()
-    throw error
-  }
-}
-
-export async function closeAll(files: readonly OpenedVhd[]): Promise<void> {
-  await Promise.all(files.map((file) => file.handle.close()))
-}
-
 /** A child's parent file name, if it has the shape of one of the lab's own files. */
 export function parentName(vhd: VhdFile): string | undefined {
   if (!vhd.isDifferencing) return undefined
@@ -94,25 +66,6 @@ export async function openChain(folder: string, name: string): Promise<OpenedCha
     return { chain, files, close: () => closeAll(files) }
   } catch (error) {
     await closeAll(files)
-    throw error
-  }
-}
-
-/** Makes renames and unlinks in a folder durable. */
-export async function syncFolder(folder: string): Promise<void> {
-  const directory = await open(folder, 'r')
-  try {
-    await directory.sync()
-  } finally {
-    await directory.close()
-  }
-}
-
-export async function listFolder(folder: string): Promise<string[]> {
-  try {
-    return await readdir(folder)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
     throw error
   }
 }

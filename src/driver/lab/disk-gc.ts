@@ -1,7 +1,7 @@
-import { rename, rm } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { coalesce } from '../../formats/vhd/coalesce.js'
-import { closeAll, isBaseName, listFolder, openVhdFile, parentName, recordIdOf, syncFolder } from './disk-files.js'
+import { listFolder, mergeIntoChild, openVhdFile, syncFolder } from '../../formats/vhd/vhd-folder.js'
+import { isBaseName, parentName, recordIdOf } from './disk-files.js'
 
 /** One disk file of an SR folder as the collector and the usage figures see it. */
 export interface FolderFile {
@@ -35,29 +35,6 @@ function childrenOf(files: ReadonlyMap<string, FolderFile>): Map<string, string[
     children.set(file.parent, list)
   }
   return children
-}
-
-/**
- * Merges a base into its only child: the child's blocks go into the base,
- * which takes the child's identity and then its name. Safe to run again after
- * a crash at any point: block copies are idempotent, and a base that already
- * carries the child's UUID only needs its rename.
- */
-async function mergeIntoChild(folder: string, base: string, child: string): Promise<void> {
-  const parent = await openVhdFile(folder, base, 'r+')
-  const kid = await openVhdFile(folder, child)
-  if (parent === undefined || kid === undefined) {
-    await closeAll([parent, kid].filter((file) => file !== undefined))
-    return
-  }
-  try {
-    if (parent.vhd.uuid !== kid.vhd.uuid) await coalesce(kid.vhd, parent.vhd)
-    await parent.handle.sync()
-  } finally {
-    await closeAll([parent, kid])
-  }
-  await rename(join(folder, base), join(folder, child))
-  await syncFolder(folder)
 }
 
 /**

@@ -10,7 +10,8 @@ import type { VhdParentReference } from '../../formats/vhd/stream-encoder.js'
 import { VhdFile } from '../../formats/vhd/vhd-file.js'
 import type { DiskReadOptions, DiskWriteSession } from '../types.js'
 import { collectGarbage, surveyFolder, type FolderFile } from './disk-gc.js'
-import { baseFileName, diskFileName, openChain, openVhdFile, pathPart, recordIdOf, syncFolder, type OpenedChain } from './disk-files.js'
+import { openVhdFile, syncFolder } from '../../formats/vhd/vhd-folder.js'
+import { baseFileName, diskFileName, openChain, pathPart, recordIdOf, type OpenedChain } from './disk-files.js'
 
 /** Where a disk's content lives: its record's id and SR. */
 export interface DiskRef {

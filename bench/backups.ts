@@ -1,0 +1,159 @@
+// Backup benchmark: a full backup job of several VMs to a local repository (one XVA per VM), then a
+// delta job (a full VHD per disk, then, after a share of the written blocks changed, differencing
+// VHDs). Throughput is compared with a plain copy (`cp`, then each copied file synced, as Keel syncs
+// what it writes) of the repository's own bytes in the same run; the delta run is compared with the
+// delta job's first run by time and size.
+// Run alone with `node dist/bench/backups.js` after a build; `npm run bench` runs it after the disks.
+// Sizes come from the environment (defaults: the issue's size):
+//   BENCH_BACKUP_VMS      VMs backed up (10)
+//   BENCH_BACKUP_MIB      MiB of written data per VM: half the blocks of a disk twice that size (1024)
+//   BENCH_BACKUP_CHANGE   percent of the written blocks changed before the delta run (5)
+import { spawn, spawnSync } from 'node:child_process'
+import { randomFillSync } from 'node:crypto'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { BLOCK_SIZE, blockCount } from '../src/formats/blocks.js'
+import { encodeVhdStream, planVhdStream } from '../src/formats/vhd/stream-encoder.js'
+import { Api, createVm, expectTransfer, secondsSince, startServer, stop, upload, writeRawFile, type Created } from './keel-client.js'
+
+export interface BackupsBenchOptions {
+  readonly vms: number
+  /** written data per VM: every other 2 MiB block of a disk of twice this size */
+  readonly dataMiB: number
+  readonly changePercent: number
+  /** Keel and the copy on core 0, as in `npm run bench` */
+  readonly pin: boolean
+}
+
+const MiB = 1024 * 1024
+const LAB_VMS = 10
+const LAB_HOSTS = 2
+
+/** Apparent bytes of every file under a folder. */
+function bytesUnder(folder: string): number {
+  let total = 0
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    const path = join(folder, entry.name)
+    total += entry.isDirectory() ? bytesUnder(path) : statSync(path).size
+  }
+  return total
+}
+
+async function timed(work: () => Promise<unknown>): Promise<number> {
+  const started = process.hrtime.bigint()
+  await work()
+  return secondsSince(started)
+}
+
+/** The plain copy the backup is compared with: the same files, each synced to disk. */
+function copySeconds(from: string, to: string, pin: boolean): Promise<number> {
+  const script = 'cp -r --sparse=never "$0" "$1" && find "$1" -type f -exec sync {} +'
+  const command = pin ? ['taskset', '-c', '0', 'sh', '-c', script, from, to] : ['sh', '-c', script, from, to]
+  const started = process.hrtime.bigint()
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] })
+    child.once('error', reject)
+    child.once('exit', (code) => (code === 0 ? resolve(secondsSince(started)) : reject(new Error(`copy exited with ${code}`))))
+  })
+}
+
+/** A differencing VHD changing every `step`-th written block (written blocks are the even ones) with new random data. */
+async function changePatch(vdi: string, size: number, step: number): Promise<Buffer> {
+  const changed: number[] = []
+  for (let index = 0; index < blockCount(size); index += 2 * step) changed.push(index)
+  async function* blocks(): AsyncGenerator<{ index: number; data: Buffer }> {
+    for (const index of changed) yield { index, data: randomFillSync(Buffer.alloc(BLOCK_SIZE)) }
+  }
+  const chunks: Buffer[] = []
+  for await (const chunk of encodeVhdStream(planVhdStream({ size, allocated: changed, uuid: vdi, parent: { uuid: vdi, timestamp: 0, name: `${vdi}.vhd` }, now: 0 }), blocks())) chunks.push(chunk)
+  return Buffer.concat(chunks)
+}
+
+interface Row {
+  readonly name: string
+  readonly keel: string
+  readonly baseline: string
+  readonly ratio: number
+}
+
+const rate = (bytes: number, seconds: number): string => `${(bytes / MiB / seconds).toFixed(0)} MiB/s`
+const mib = (bytes: number): string => `${(bytes / MiB).toFixed(0)} MiB`
+
+export async function backupsBench(options: BackupsBenchOptions): Promise<string> {
+  const work = mkdtempSync(join(tmpdir(), 'keel-bench-backups-'))
+  const size = 2 * options.dataMiB * MiB
+  try {
+    const server = await startServer('serve-keel.js', [join(work, 'data'), String(LAB_VMS), String(LAB_HOSTS), '0'], options.pin, 'ignore')
+    try {
+      const api = await Api.login(server.url)
+      const raw = join(work, 'disk.raw')
+      writeRawFile(raw, size)
+      const vms: Array<{ vm: string; vdi: string }> = []
+      for (let i = 0; i < options.vms; i++) {
+        const created = await createVm(api, `backup bench ${i}`, size)
+        expectTransfer(`PUT ${created.vdi}.raw`, await upload(`${server.url}/rest/v0/vdis/${created.vdi}.raw`, api.headers, raw, size), 204)
+        vms.push(created)
+      }
+      rmSync(raw)
+      const repositoryDir = join(work, 'repository')
+      mkdirSync(repositoryDir)
+      const { id: repository } = await api.expect<Created>('POST', '/rest/v0/backup-repositories', 201, { name: 'bench', url: pathToFileURL(repositoryDir).href })
+      const job = (mode: 'full' | 'delta'): Promise<Created> =>
+        api.expect<Created>('POST', '/rest/v0/backup-jobs', 201, { name: `bench ${mode}`, mode, vms: { id: { __or: vms.map(({ vm }) => vm) } }, remotes: { id: repository }, settings: { '': { concurrency: 2 } } })
+      const run = (id: string): Promise<number> => timed(() => api.expect('POST', `/rest/v0/backup-jobs/${id}/actions/run?sync=true`, 204))
+      const rows: Row[] = []
+      const againstCopy = async (name: string, seconds: number): Promise<void> => {
+        const bytes = bytesUnder(repositoryDir)
+        const copied = await copySeconds(repositoryDir, join(work, 'copy'), options.pin)
+        rmSync(join(work, 'copy'), { recursive: true })
+        rows.push({ name, keel: `${rate(bytes, seconds)} (${mib(bytes)} in ${seconds.toFixed(1)} s)`, baseline: `cp: ${rate(bytes, copied)}`, ratio: bytes / seconds / (bytes / copied) })
+      }
+
+      const full = await job('full')
+      await againstCopy(`full job, ${options.vms} VMs (plain XVA)`, await run(full.id))
+      rmSync(join(repositoryDir, 'xo-vm-backups'), { recursive: true })
+
+      const delta = await job('delta')
+      const firstSeconds = await run(delta.id)
+      const firstBytes = bytesUnder(repositoryDir)
+      await againstCopy(`delta job, first run (full VHDs)`, firstSeconds)
+      const step = Math.max(1, Math.round(100 / options.changePercent))
+      for (const { vdi } of vms) {
+        const response = await fetch(`${server.url}/rest/v0/vdis/${vdi}.vhd`, { method: 'PUT', headers: api.headers, body: await changePatch(vdi, size, step) })
+        if (response.status !== 204) throw new Error(`PUT ${vdi}.vhd: ${response.status} ${await response.text()}`)
+      }
+      const deltaSeconds = await run(delta.id)
+      const deltaBytes = bytesUnder(repositoryDir) - firstBytes
+      rows.push({ name: `delta run after ${options.changePercent}% of the blocks changed: time`, keel: `${deltaSeconds.toFixed(2)} s`, baseline: `first run: ${firstSeconds.toFixed(2)} s`, ratio: deltaSeconds / firstSeconds })
+      rows.push({ name: 'same: bytes written', keel: mib(deltaBytes), baseline: `first run: ${mib(firstBytes)}`, ratio: deltaBytes / firstBytes })
+
+      const lines = [
+        `Backups (${options.vms} VMs × ${options.dataMiB} MiB written, ${options.pin ? 'Keel and cp on core 0' : 'unpinned'}):`,
+        '',
+        '| measure | Keel | baseline | ratio |',
+        '|---|---|---|---|',
+        ...rows.map((row) => `| ${row.name} | ${row.keel} | ${row.baseline} | ${row.ratio.toFixed(2)} |`),
+      ]
+      return lines.join('\n') + '\n'
+    } finally {
+      await stop(server.child)
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+export function backupsBenchOptions(pin: boolean): BackupsBenchOptions {
+  const number = (name: string, fallback: number): number => {
+    const value = Number(process.env[name] ?? fallback)
+    if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer`)
+    return value
+  }
+  return { vms: number('BENCH_BACKUP_VMS', 10), dataMiB: number('BENCH_BACKUP_MIB', 1024), changePercent: number('BENCH_BACKUP_CHANGE', 5), pin }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.stdout.write(await backupsBench(backupsBenchOptions(spawnSync('taskset', ['-c', '0', 'true']).status === 0)))
+}

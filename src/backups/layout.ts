@@ -1,0 +1,74 @@
+/**
+ * Names in a backup repository, as the reference lays it out (notes
+ * reference-backups.md §1): `xo-vm-backups/<vm uuid>/<ts>.json` beside
+ * `<ts>.xva` or `vdis/<job id>/<live vdi uuid>/<ts>.vhd`, with `<ts>` the
+ * UTC time to the second, `%Y%m%dT%H%M%SZ`. Only validated parts ever
+ * become part of a path.
+ */
+
+export const VM_BACKUPS_DIR = 'xo-vm-backups'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const TIMESTAMP = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/
+const ARCHIVE_ID = /^([^/]+)\/+xo-vm-backups\/+([0-9a-f-]{36})\/+(\d{8}T\d{6}Z)\.json$/i
+
+export const isUuid = (value: string): boolean => UUID.test(value)
+const isBackupTimestamp = (value: string): boolean => TIMESTAMP.test(value)
+
+export function formatBackupTimestamp(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '')
+}
+
+/** Milliseconds of a `<ts>`, or undefined when it is not one. */
+export function parseBackupTimestamp(ts: string): number | undefined {
+  const match = TIMESTAMP.exec(ts)
+  if (match === null) return undefined
+  const [, year, month, day, hours, minutes, seconds] = match.map(Number) as [number, number, number, number, number, number, number]
+  const ms = Date.UTC(year, month - 1, day, hours, minutes, seconds)
+  return formatBackupTimestamp(ms) === ts ? ms : undefined
+}
+
+/** The path the reference keys archives by: with a leading slash, relative to the repository root. */
+export function metadataPath(vmUuid: string, ts: string): string {
+  return `/${VM_BACKUPS_DIR}/${vmUuid}/${ts}.json`
+}
+
+/** `<repository id>/<metadata path>`: it holds `//`, as the reference's ids do. */
+export function archiveId(repositoryId: string, path: string): string {
+  return `${repositoryId}/${path}`
+}
+
+export interface ArchiveName {
+  readonly repositoryId: string
+  readonly vmUuid: string
+  readonly ts: string
+  readonly metadataPath: string
+}
+
+/** An archive id taken apart (repeated slashes accepted, as the reference's pattern does), or undefined. */
+export function parseArchiveId(id: string): ArchiveName | undefined {
+  const match = ARCHIVE_ID.exec(id)
+  if (match === null) return undefined
+  const [, repositoryId, vmUuid, ts] = match as unknown as [string, string, string, string]
+  if (!isUuid(vmUuid) || parseBackupTimestamp(ts) === undefined) return undefined
+  return { repositoryId, vmUuid, ts, metadataPath: metadataPath(vmUuid, ts) }
+}
+
+/** A delta archive's disk, relative to the VM folder. */
+export function vhdPath(jobId: string, vdiUuid: string, ts: string): string {
+  if (!isUuid(jobId) || !isUuid(vdiUuid) || !isBackupTimestamp(ts)) throw new RangeError(`no VHD path for job ${jobId}, disk ${vdiUuid}, time ${ts}`)
+  return `vdis/${jobId}/${vdiUuid}/${ts}.vhd`
+}
+
+/** The parts of a VHD path a metadata file names, or undefined when it is not one this layout writes. */
+export function parseVhdPath(path: string): { jobId: string; vdiUuid: string; name: string } | undefined {
+  const match = /^(?:\.\/)?vdis\/([^/]+)\/([^/]+)\/([^/]+\.vhd)$/.exec(path)
+  if (match === null) return undefined
+  const [, jobId, vdiUuid, name] = match as unknown as [string, string, string, string]
+  return isSafeName(jobId) && isSafeName(vdiUuid) && isSafeName(name) ? { jobId, vdiUuid, name } : undefined
+}
+
+/** A single path segment that cannot climb out of its folder. */
+export function isSafeName(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\\') && !name.includes('\0')
+}

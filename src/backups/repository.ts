@@ -1,0 +1,517 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { constants, createReadStream, createWriteStream } from 'node:fs'
+import { access, mkdir, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import { fileURLToPath } from 'node:url'
+import { gzipSync } from 'node:zlib'
+import { invalidParameters, KeelError } from '../errors.js'
+import { VhdChain } from '../formats/vhd/chain.js'
+import { invalidDiskStream } from '../formats/stream-error.js'
+import { closeAll, listFolder, mergeIntoChild, openVhdFile, syncFolder, type OpenedVhd } from '../formats/vhd/vhd-folder.js'
+import { formatBackupTimestamp, isSafeName, isUuid, metadataPath, parseArchiveId, parseVhdPath, vhdPath, VM_BACKUPS_DIR } from './layout.js'
+import { isParsed, parseBackupMetadata, type BackupMetadata, type DeltaBackupMetadata, type FullBackupMetadata } from './metadata.js'
+
+/** The folder of a `file:///absolute/path` repository URL (its query, such as the reference's options, is ignored). */
+export function repositoryPath(url: string): string {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw invalidParameters([{ path: 'body.url', message: 'must be a URL such as file:///var/backups' }])
+  }
+  if (parsed.protocol !== 'file:' || parsed.host !== '') {
+    throw invalidParameters([{ path: 'body.url', message: `${parsed.protocol}// repositories are not supported; use file:///absolute/path` }])
+  }
+  return fileURLToPath(`file://${parsed.pathname}`)
+}
+
+export interface ArchiveEntry {
+  /** `/xo-vm-backups/<vm>/<ts>.json` */
+  readonly metadataPath: string
+  readonly metadata: BackupMetadata
+}
+
+/** A disk of a delta archive to write: its VHD (full, or differencing over the previous archive's). */
+export interface DeltaDisk {
+  readonly vdiRef: string
+  readonly liveVdiUuid: string
+  readonly vhd: AsyncIterable<Buffer>
+  readonly differencing: boolean
+}
+
+export interface OpenedDisk {
+  readonly chain: VhdChain
+  close(): Promise<void>
+}
+
+export type RepositoryStatus = { readonly ok: true } | { readonly ok: false; readonly reason: string }
+
+const METADATA_NAME = /^(\d{8}T\d{6}Z)\.json$/
+const BENCHMARK_BYTES = 10 * 1024 * 1024
+const XVA_NAME = /^\.\/([^/]+\.xva)$/
+/** Deeper than any chain retention keeps; stops a loop of parents. */
+const MAX_CHAIN = 10_000
+
+// One writer per VM folder at a time in this process: writes, deletes and
+// merges of a folder never interleave, and a temporary file found while
+// holding the folder is a leftover of a writer that died.
+const folderLocks = new Map<string, Promise<unknown>>()
+
+async function exclusive<T>(folder: string, work: () => Promise<T>): Promise<T> {
+  const previous = folderLocks.get(folder) ?? Promise.resolve()
+  const run = previous.then(work, work)
+  const tail = run.catch(() => undefined)
+  folderLocks.set(folder, tail)
+  try {
+    return await run
+  } finally {
+    if (folderLocks.get(folder) === tail) folderLocks.delete(folder)
+  }
+}
+
+async function writeDurably(path: string, data: string | Buffer, flag: 'wx' | 'w'): Promise<void> {
+  const handle = await open(path, flag)
+  try {
+    await handle.writeFile(data)
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Replaces a file as a whole: readers see the old content or the new, never a part. */
+async function replaceFile(path: string, data: string | Buffer): Promise<void> {
+  const temporary = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`)
+  try {
+    await writeDurably(temporary, data, 'wx')
+    await rename(temporary, path)
+  } catch (error) {
+    await rm(temporary, { force: true })
+    throw error
+  }
+}
+
+const isTemporary = (name: string): boolean => name.startsWith('.')
+
+/**
+ * The reference's validator: a compressed XVA is only checked for size; a
+ * plain one is a tar, so whole 512-byte records ending in two zero records.
+ */
+async function checkXva(file: string, size: number): Promise<void> {
+  if (size <= 20) throw invalidDiskStream(`the XVA is only ${size} bytes`, size)
+  const handle = await open(file, 'r')
+  try {
+    const head = Buffer.alloc(4)
+    await handle.read(head, 0, 4, 0)
+    if (head.subarray(0, 2).equals(Buffer.from([0x1f, 0x8b])) || head.equals(Buffer.from([0x28, 0xb5, 0x2f, 0xfd]))) return
+    if (size % 512 !== 0 || size <= 1024) throw invalidDiskStream(`a plain XVA of ${size} bytes is not whole tar records`, size)
+    const tail = Buffer.alloc(1024)
+    await handle.read(tail, 0, 1024, size - 1024)
+    if (!tail.every((byte) => byte === 0)) throw invalidDiskStream('the XVA does not end with the tar end-of-archive records', size - 1024)
+  } finally {
+    await handle.close()
+  }
+}
+
+/** The parent file a VHD of a backup folder names: a bare name in the same folder, nothing else is followed. */
+function parentFileName(opened: OpenedVhd): string {
+  const name = opened.vhd.header.parentUnicodeName
+  if (!isSafeName(name) || !name.endsWith('.vhd')) throw invalidDiskStream(`${opened.name} names its parent ${JSON.stringify(name)}, not a file beside it`, 512 + 64)
+  return name
+}
+
+async function openBackupChain(folder: string, name: string): Promise<OpenedDisk> {
+  const leaf = await openVhdFile(folder, name)
+  if (leaf === undefined) throw new KeelError('INCORRECT_STATE', `the archive's disk ${name} is missing from ${folder}`, { actual: 'missing', expected: 'present', object: name })
+  const files = [leaf]
+  try {
+    for (let file = leaf; file.vhd.isDifferencing; ) {
+      if (files.length > MAX_CHAIN) throw invalidDiskStream(`the chain of ${name} is longer than ${MAX_CHAIN}`, 0)
+      const parent = parentFileName(file)
+      const opened = await openVhdFile(folder, parent)
+      if (opened === undefined) throw new KeelError('INCORRECT_STATE', `${file.name} lost its parent ${parent}`, { actual: 'missing', expected: 'present', object: parent })
+      files.push(opened)
+      file = opened
+    }
+    return { chain: new VhdChain(files.map((file) => file.vhd)), close: () => closeAll(files) }
+  } catch (error) {
+    await closeAll(files)
+    throw error
+  }
+}
+
+/**
+ * A backup repository on a local folder, in the reference's layout (notes
+ * reference-backups.md §1): data is written under a temporary name starting
+ * with a dot, checked, renamed; the metadata file comes last, so an archive
+ * exists once, and only once, it is whole. Deleting a delta archive merges
+ * its disks into the archive that depends on them.
+ */
+export class LocalRepository {
+  readonly root: string
+
+  constructor(root: string) {
+    this.root = root
+  }
+
+  async status(): Promise<RepositoryStatus> {
+    try {
+      if (!(await stat(this.root)).isDirectory()) return { ok: false, reason: `${this.root} is not a folder` }
+      await access(this.root, constants.R_OK | constants.W_OK)
+      return { ok: true }
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'ENOENT') return { ok: false, reason: `the folder ${this.root} does not exist` }
+      if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return { ok: false, reason: `the folder ${this.root} is not writable` }
+      return { ok: false, reason: `the folder ${this.root} cannot be used: ${(error as Error).message}` }
+    }
+  }
+
+  #vmFolder(vmUuid: string): string {
+    if (!isUuid(vmUuid)) throw invalidParameters([{ path: 'vm', message: `${vmUuid} is not a VM UUID` }])
+    return join(this.root, VM_BACKUPS_DIR, vmUuid)
+  }
+
+  /** Archives, oldest first, of one VM or of all; metadata files that do not parse are skipped. */
+  async listArchives(vmUuid?: string): Promise<ArchiveEntry[]> {
+    const vms = vmUuid === undefined ? (await listFolder(join(this.root, VM_BACKUPS_DIR))).filter(isUuid) : [vmUuid]
+    const entries: ArchiveEntry[] = []
+    for (const vm of vms) entries.push(...(await this.#archivesIn(vm)))
+    return entries.sort((a, b) => a.metadata.timestamp - b.metadata.timestamp)
+  }
+
+  async #archivesIn(vmUuid: string): Promise<ArchiveEntry[]> {
+    const folder = this.#vmFolder(vmUuid)
+    const entries: ArchiveEntry[] = []
+    for (const name of await listFolder(folder)) {
+      const ts = METADATA_NAME.exec(name)?.[1]
+      if (ts === undefined) continue
+      let text: string
+      try {
+        text = await readFile(join(folder, name), 'utf8')
+      } catch (error) {
+        // Deleted between the listing and the read.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
+        throw error
+      }
+      const metadata = parseBackupMetadata(text)
+      if (isParsed(metadata)) entries.push({ metadataPath: metadataPath(vmUuid, ts), metadata })
+    }
+    return entries.sort((a, b) => a.metadata.timestamp - b.metadata.timestamp)
+  }
+
+  #vmOf(metadata: Pick<BackupMetadata, 'vm'>): string {
+    const uuid = metadata.vm['uuid']
+    if (typeof uuid !== 'string') throw invalidParameters([{ path: 'vm.uuid', message: 'must be a string' }])
+    return uuid
+  }
+
+  /** Writes a full archive: the XVA, its checksum, then the metadata. Returns the stored size. */
+  async writeFull(metadata: FullBackupMetadata, xva: AsyncIterable<Buffer>): Promise<{ size: number }> {
+    const folder = this.#vmFolder(this.#vmOf(metadata))
+    const ts = formatBackupTimestamp(metadata.timestamp)
+    return exclusive(folder, async () => {
+      await mkdir(folder, { recursive: true })
+      await this.#cleanFolder(folder)
+      const json = join(folder, `${ts}.json`)
+      const data = join(folder, `${ts}.xva`)
+      const checksum = `${data}.checksum`
+      if (await exists(json)) throw new KeelError('INCORRECT_STATE', `an archive ${ts} of this VM already exists`, { actual: 'exists', expected: 'absent', object: json })
+      const temporary = join(folder, `.${Date.now()}.${ts}.xva`)
+      let placed = false
+      try {
+        const md5 = createHash('md5')
+        let size = 0
+        await pipeline(
+          xva,
+          async function* (source: AsyncIterable<Buffer>) {
+            for await (const chunk of source) {
+              md5.update(chunk)
+              size += chunk.length
+              yield chunk
+            }
+          },
+          createWriteStream(temporary, { flags: 'wx', flush: true }),
+        )
+        await checkXva(temporary, size)
+        await rename(temporary, data)
+        placed = true
+        await writeDurably(checksum, `$1$$${md5.digest('hex')}`, 'wx')
+        await writeDurably(json, JSON.stringify({ ...metadata, xva: `./${ts}.xva`, size }), 'wx')
+        await syncFolder(folder)
+        await this.#writeCache(folder)
+        return { size }
+      } catch (error) {
+        await rm(temporary, { force: true })
+        if (placed) await Promise.all([rm(data, { force: true }), rm(checksum, { force: true })])
+        throw error
+      }
+    })
+  }
+
+  /**
+   * Writes a delta archive: per disk a VHD in `vdis/<job>/<live vdi>/`,
+   * each checked (a differencing one must find its parent beside it), then
+   * the metadata. Returns the bytes written.
+   */
+  async writeDelta(metadata: Omit<DeltaBackupMetadata, 'size' | 'vhds' | 'isVhdDifferencing'>, disks: readonly DeltaDisk[]): Promise<{ size: number }> {
+    const folder = this.#vmFolder(this.#vmOf(metadata))
+    const ts = formatBackupTimestamp(metadata.timestamp)
+    return exclusive(folder, async () => {
+      await mkdir(folder, { recursive: true })
+      await this.#cleanFolder(folder)
+      const json = join(folder, `${ts}.json`)
+      if (await exists(json)) throw new KeelError('INCORRECT_STATE', `an archive ${ts} of this VM already exists`, { actual: 'exists', expected: 'absent', object: json })
+      const placed: string[] = []
+      let temporary: string | undefined
+      const vhds: Record<string, string> = {}
+      const isVhdDifferencing: Record<string, boolean> = {}
+      let size = 0
+      try {
+        for (const disk of disks) {
+          const path = vhdPath(metadata.jobId, disk.liveVdiUuid, ts)
+          const target = join(folder, path)
+          await mkdir(dirname(target), { recursive: true })
+          temporary = join(dirname(target), `.${Date.now()}.${ts}.vhd`)
+          await pipeline(disk.vhd, createWriteStream(temporary, { flags: 'wx', flush: true }))
+          size += (await stat(temporary)).size
+          await this.#checkVhd(dirname(target), temporary, disk.differencing)
+          await rename(temporary, target)
+          temporary = undefined
+          placed.push(target)
+          vhds[disk.vdiRef] = path
+          isVhdDifferencing[disk.vdiRef] = disk.differencing
+        }
+        await writeDurably(json, JSON.stringify({ ...metadata, vhds, isVhdDifferencing, size }), 'wx')
+        for (const target of placed) await syncFolder(dirname(target))
+        await syncFolder(folder)
+        await this.#writeCache(folder)
+        return { size }
+      } catch (error) {
+        if (temporary !== undefined) await rm(temporary, { force: true })
+        await Promise.all(placed.map((target) => rm(target, { force: true })))
+        throw error
+      }
+    })
+  }
+
+  /** A VHD as written is readable, of the kind announced, and a differencing one finds its parent beside it. */
+  async #checkVhd(folder: string, file: string, differencing: boolean): Promise<void> {
+    const opened = await openVhdFile(dirname(file), file.slice(dirname(file).length + 1))
+    if (opened === undefined) throw new KeelError('INCORRECT_STATE', `${file} vanished while written`, { actual: 'missing', expected: 'present', object: file })
+    try {
+      if (opened.vhd.isDifferencing !== differencing) throw invalidDiskStream(`the VHD is ${opened.vhd.isDifferencing ? '' : 'not '}differencing`, 512 + 60)
+      if (!differencing) return
+      const parent = await openVhdFile(folder, parentFileName(opened))
+      if (parent === undefined) throw new KeelError('INCORRECT_STATE', `the parent ${opened.vhd.header.parentUnicodeName} of a differencing disk is not in ${folder}`, { actual: 'missing', expected: 'present', object: opened.vhd.header.parentUnicodeName })
+      try {
+        if (parent.vhd.uuid !== opened.vhd.header.parentUuid) throw invalidDiskStream(`the parent ${parent.name} is ${parent.vhd.uuid}, not ${opened.vhd.header.parentUuid}`, 512 + 40)
+      } finally {
+        await parent.handle.close()
+      }
+    } finally {
+      await opened.handle.close()
+    }
+  }
+
+  /** Whether a delta archive's disk, relative to the VM folder, is there to be a parent. */
+  async hasDisk(vmUuid: string, path: string): Promise<boolean> {
+    return parseVhdPath(path) !== undefined && (await exists(join(this.#vmFolder(vmUuid), path)))
+  }
+
+  #metadataFile(path: string): { folder: string; vmUuid: string; ts: string; file: string } {
+    const parsed = parseArchiveId(`repository/${path}`)
+    if (parsed === undefined) throw invalidParameters([{ path: 'id', message: `${path} is not an archive's metadata path` }])
+    const folder = this.#vmFolder(parsed.vmUuid)
+    return { folder, vmUuid: parsed.vmUuid, ts: parsed.ts, file: join(folder, `${parsed.ts}.json`) }
+  }
+
+  /** The bytes of a full archive's XVA. */
+  openXva(path: string, metadata: FullBackupMetadata): AsyncIterable<Buffer> {
+    const { folder } = this.#metadataFile(path)
+    const name = XVA_NAME.exec(metadata.xva)?.[1]
+    if (name === undefined || !isSafeName(name)) throw invalidParameters([{ path: 'xva', message: `${metadata.xva} is not an XVA beside the metadata` }])
+    return createReadStream(join(folder, name), { highWaterMark: 1024 * 1024 })
+  }
+
+  /** A delta archive's disk `vdiRef` as one disk: its VHD and the ancestors it names. */
+  async openDisk(path: string, metadata: BackupMetadata, vdiRef: string): Promise<OpenedDisk> {
+    const { folder } = this.#metadataFile(path)
+    if (metadata.mode !== 'delta') throw invalidParameters([{ path: 'mode', message: 'a full archive has no separate disks' }])
+    const file = metadata.vhds[vdiRef]
+    const parsed = file === undefined ? undefined : parseVhdPath(file)
+    if (file === undefined || parsed === undefined) throw invalidParameters([{ path: 'vhds', message: `${vdiRef} has no VHD this repository can read` }])
+    if (parsed.name.endsWith('.alias.vhd')) throw new KeelError('INCORRECT_STATE', `${file} is in the VHD directory mode, which Keel does not read`, { actual: 'VHD directory', expected: 'VHD file', object: file })
+    return openBackupChain(join(folder, 'vdis', parsed.jobId, parsed.vdiUuid), parsed.name)
+  }
+
+  /**
+   * Deletes an archive. The metadata goes first (the archive is gone at
+   * once); its files follow, and a delta disk a later archive depends on is
+   * merged into that archive's disk, which stays restorable.
+   */
+  async deleteArchive(path: string): Promise<void> {
+    const { folder, file } = this.#metadataFile(path)
+    await exclusive(folder, async () => {
+      let text: string
+      try {
+        text = await readFile(file, 'utf8')
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new KeelError('NO_SUCH_OBJECT', `no archive ${path}`, { id: path })
+        throw error
+      }
+      const metadata = parseBackupMetadata(text)
+      await unlink(file)
+      await syncFolder(folder)
+      if (isParsed(metadata) && metadata.mode === 'full') {
+        const name = XVA_NAME.exec(metadata.xva)?.[1]
+        if (name !== undefined && isSafeName(name)) await Promise.all([rm(join(folder, name), { force: true }), rm(join(folder, `${name}.checksum`), { force: true })])
+      }
+      await this.#cleanFolder(folder)
+      await this.#writeCache(folder)
+    })
+  }
+
+  /** Brings every VM folder back to its tidy shape (at start: leftovers of runs cut short). */
+  async clean(): Promise<void> {
+    for (const vm of (await listFolder(join(this.root, VM_BACKUPS_DIR))).filter(isUuid)) {
+      const folder = this.#vmFolder(vm)
+      await exclusive(folder, async () => {
+        if (await this.#cleanFolder(folder)) await this.#writeCache(folder)
+      })
+    }
+  }
+
+  /**
+   * Temporary files go; XVAs no metadata names go; delta disks no metadata
+   * names are merged into the disk that depends on them, or go when none
+   * does. Called with the folder held. Returns whether anything changed.
+   */
+  async #cleanFolder(folder: string): Promise<boolean> {
+    let changed = false
+    const names = await listFolder(folder)
+    const archives = await this.#archivesIn(basename(folder))
+    const xvas = new Set(archives.flatMap(({ metadata }) => (metadata.mode === 'full' ? [XVA_NAME.exec(metadata.xva)?.[1] ?? ''] : [])))
+    for (const name of names) {
+      const stray = isTemporary(name) || (name.endsWith('.xva') && !xvas.has(name)) || (name.endsWith('.xva.checksum') && !xvas.has(name.slice(0, -'.checksum'.length)))
+      if (!stray) continue
+      await rm(join(folder, name), { force: true, recursive: true })
+      changed = true
+    }
+    const used = new Map<string, { entry: ArchiveEntry; ref: string }>()
+    for (const entry of archives) if (entry.metadata.mode === 'delta') for (const [ref, path] of Object.entries(entry.metadata.vhds)) used.set(path.replace(/^\.\//, ''), { entry, ref })
+    for (const job of await listFolder(join(folder, 'vdis'))) {
+      if (!isSafeName(job) || isTemporary(job)) continue
+      for (const disk of await listFolder(join(folder, 'vdis', job))) {
+        if (!isSafeName(disk) || isTemporary(disk)) continue
+        if (await this.#cleanDiskFolder(join(folder, 'vdis', job, disk), `vdis/${job}/${disk}`, used)) changed = true
+      }
+    }
+    if (changed) await syncFolder(folder)
+    return changed
+  }
+
+  async #cleanDiskFolder(folder: string, relative: string, used: ReadonlyMap<string, { entry: ArchiveEntry; ref: string }>): Promise<boolean> {
+    let changed = false
+    for (const name of await listFolder(folder)) {
+      if (!isTemporary(name)) continue
+      await rm(join(folder, name), { force: true, recursive: true })
+      changed = true
+    }
+    for (;;) {
+      const parents = new Map<string, string>()
+      const names = (await listFolder(folder)).filter((name) => name.endsWith('.vhd') && !isTemporary(name)).sort()
+      const unreadable = new Set<string>()
+      for (const name of names) {
+        const opened = await openVhdFile(folder, name).catch(() => {
+          unreadable.add(name)
+          return undefined
+        })
+        if (opened === undefined) continue
+        try {
+          if (opened.vhd.isDifferencing) parents.set(name, opened.vhd.header.parentUnicodeName)
+        } finally {
+          await opened.handle.close()
+        }
+      }
+      const childOf = (name: string): string | undefined => [...parents].find(([, parent]) => parent === name)?.[0]
+      const orphans = names.filter((name) => !used.has(`${relative}/${name}`))
+      // A file that is not a VHD (a write cut short) is only removed when nothing names it; a broken disk an archive uses stays for the archive to report.
+      const broken = orphans.find((name) => unreadable.has(name))
+      if (broken !== undefined) {
+        await unlink(join(folder, broken))
+        changed = true
+        continue
+      }
+      const childless = orphans.find((name) => childOf(name) === undefined)
+      if (childless !== undefined) {
+        await unlink(join(folder, childless))
+        changed = true
+        continue
+      }
+      const orphan = orphans[0]
+      const child = orphan === undefined ? undefined : childOf(orphan)
+      if (orphan === undefined || child === undefined) break
+      await mergeIntoChild(folder, orphan, child)
+      changed = true
+      const user = used.get(`${relative}/${child}`)
+      if (user !== undefined) await this.#afterMerge(user.entry, user.ref, join(folder, child))
+    }
+    if (changed) await syncFolder(folder)
+    return changed
+  }
+
+  /** The archive whose disk took its parent's blocks: its metadata says whether the disk is still differencing, and its new size. */
+  async #afterMerge(entry: ArchiveEntry, ref: string, disk: string): Promise<void> {
+    if (entry.metadata.mode !== 'delta') return
+    const folder = dirname(disk)
+    const opened = await openVhdFile(folder, disk.slice(folder.length + 1))
+    if (opened === undefined) return
+    const differencing = opened.vhd.isDifferencing
+    await opened.handle.close()
+    const { file } = this.#metadataFile(entry.metadataPath)
+    const current = parseBackupMetadata(await readFile(file, 'utf8'))
+    if (!isParsed(current) || current.mode !== 'delta') return
+    const vmFolder = dirname(file)
+    let size = 0
+    for (const path of Object.values(current.vhds)) size += (await stat(join(vmFolder, path)).catch(() => ({ size: 0 }))).size
+    await replaceFile(file, JSON.stringify({ ...current, size, isVhdDifferencing: { ...current.isVhdDifferencing, [ref]: differencing } }))
+  }
+
+  /** `cache.json.gz` as the reference keeps it: every archive's metadata under its path, with `_filename` and `id`. */
+  async #writeCache(folder: string): Promise<void> {
+    const cache: Record<string, unknown> = {}
+    for (const { metadataPath: path, metadata } of await this.#archivesIn(basename(folder))) cache[path] = { ...metadata, _filename: path, id: path }
+    await replaceFile(join(folder, 'cache.json.gz'), gzipSync(JSON.stringify(cache)))
+  }
+
+  /** Writes then reads a 10 MiB test file (the reference's benchmark): bytes per second each way. */
+  async benchmark(): Promise<{ readRate: number; writeRate: number }> {
+    const file = join(this.root, `${Date.now()}.test`)
+    const data = randomBytes(BENCHMARK_BYTES)
+    try {
+      const writeStart = process.hrtime.bigint()
+      await writeDurably(file, data, 'wx')
+      const writeNs = Number(process.hrtime.bigint() - writeStart)
+      const readStart = process.hrtime.bigint()
+      const read = await readFile(file)
+      const readNs = Number(process.hrtime.bigint() - readStart)
+      if (!read.equals(data)) throw new KeelError('INCORRECT_STATE', 'the benchmark file read back differs from what was written', { actual: 'different', expected: 'identical' })
+      const rate = (ns: number): number => Math.round((BENCHMARK_BYTES * 1e9) / Math.max(ns, 1))
+      return { writeRate: rate(writeNs), readRate: rate(readNs) }
+    } finally {
+      await rm(file, { force: true })
+    }
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path)
+    return true
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw error
+  }
+}
