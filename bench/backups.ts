@@ -102,7 +102,17 @@ export async function backupsBench(options: BackupsBenchOptions): Promise<string
       const { id: repository } = await api.expect<Created>('POST', '/rest/v0/backup-repositories', 201, { name: 'bench', url: pathToFileURL(repositoryDir).href })
       const job = (mode: 'full' | 'delta'): Promise<Created> =>
         api.expect<Created>('POST', '/rest/v0/backup-jobs', 201, { name: `bench ${mode}`, mode, vms: { id: { __or: vms.map(({ vm }) => vm) } }, remotes: { id: repository }, settings: { '': { concurrency: 2 } } })
-      const run = (id: string): Promise<number> => timed(() => api.expect('POST', `/rest/v0/backup-jobs/${id}/actions/run?sync=true`, 204))
+      const run = (id: string): Promise<number> =>
+        timed(async () => {
+          try {
+            await api.expect('POST', `/rest/v0/backup-jobs/${id}/actions/run?sync=true`, 204)
+          } catch (error) {
+            // Which VMs failed and why is in the run's log.
+            const logs = await api.expect<Array<{ jobId: string; tasks?: Array<{ status: string; data?: { id?: string }; result?: unknown }> }>>('GET', '/rest/v0/backup-logs?fields=jobId,tasks', 200)
+            const failed = logs.filter((log) => log.jobId === id).flatMap((log) => log.tasks ?? []).filter((task) => task.status === 'failure')
+            throw new Error(`${(error as Error).message}: ${JSON.stringify(failed.map((task) => ({ vm: task.data?.id, result: task.result })))}`)
+          }
+        })
       const rows: Row[] = []
       const againstCopy = async (name: string, seconds: number): Promise<void> => {
         const bytes = bytesUnder(repositoryDir)

@@ -207,17 +207,27 @@ export class LocalRepository {
     return uuid
   }
 
-  /** Writes a full archive: the XVA, its checksum, then the metadata. Returns the stored size. */
-  async writeFull(metadata: FullBackupMetadata, xva: AsyncIterable<Buffer>): Promise<{ size: number }> {
+  /**
+   * Runs `write` holding the VM's folder, made and tidied first, with the
+   * archive's names; an archive is never written over.
+   */
+  async #writing<T>(metadata: Pick<BackupMetadata, 'vm' | 'timestamp'>, write: (names: { folder: string; ts: string; json: string }) => Promise<T>): Promise<T> {
     const folder = this.#vmFolder(this.#vmOf(metadata))
     const ts = formatBackupTimestamp(metadata.timestamp)
     return exclusive(folder, async () => {
       await mkdir(folder, { recursive: true })
       await this.#cleanFolder(folder)
       const json = join(folder, `${ts}.json`)
+      if (await exists(json)) throw new KeelError('INCORRECT_STATE', `an archive ${ts} of this VM already exists`, { actual: 'exists', expected: 'absent', object: json })
+      return write({ folder, ts, json })
+    })
+  }
+
+  /** Writes a full archive: the XVA, its checksum, then the metadata. Returns the stored size. */
+  async writeFull(metadata: FullBackupMetadata, xva: AsyncIterable<Buffer>): Promise<{ size: number }> {
+    return this.#writing(metadata, async ({ folder, ts, json }) => {
       const data = join(folder, `${ts}.xva`)
       const checksum = `${data}.checksum`
-      if (await exists(json)) throw new KeelError('INCORRECT_STATE', `an archive ${ts} of this VM already exists`, { actual: 'exists', expected: 'absent', object: json })
       const temporary = join(folder, `.${Date.now()}.${ts}.xva`)
       let placed = false
       try {
@@ -256,13 +266,7 @@ export class LocalRepository {
    * the metadata. Returns the bytes written.
    */
   async writeDelta(metadata: Omit<DeltaBackupMetadata, 'size' | 'vhds' | 'isVhdDifferencing'>, disks: readonly DeltaDisk[]): Promise<{ size: number }> {
-    const folder = this.#vmFolder(this.#vmOf(metadata))
-    const ts = formatBackupTimestamp(metadata.timestamp)
-    return exclusive(folder, async () => {
-      await mkdir(folder, { recursive: true })
-      await this.#cleanFolder(folder)
-      const json = join(folder, `${ts}.json`)
-      if (await exists(json)) throw new KeelError('INCORRECT_STATE', `an archive ${ts} of this VM already exists`, { actual: 'exists', expected: 'absent', object: json })
+    return this.#writing(metadata, async ({ folder, ts, json }) => {
       const placed: string[] = []
       let temporary: string | undefined
       const vhds: Record<string, string> = {}

@@ -24,6 +24,7 @@ export interface RunnerDeps {
   readonly clock: () => number
   /** archives were written or removed in these repositories */
   readonly changed: (repositoryIds: readonly string[]) => void
+  readonly warn: (error: unknown, message: string, fields: Record<string, unknown>) => void
 }
 
 const DEFAULT_CONCURRENCY = 2
@@ -263,6 +264,8 @@ export class BackupRunner {
       log.end(node, 'success')
       return 'success'
     } catch (error) {
+      // The log shows a client what failed; an unexpected error's cause is for the operator's log.
+      if (!isKeelError(error)) this.#deps.warn(error, 'a VM backup failed', { jobId: job.id, vmId: vm.id })
       log.end(node, 'failure', serializeError(error))
       return 'failure'
     } finally {

@@ -72,6 +72,7 @@ export class BackupService {
       transform: deps.transform,
       clock: deps.clock,
       open: (repository) => this.#open(repository),
+      warn: deps.warn,
       changed: (ids) => {
         for (const id of ids) void this.refreshArchives(id).catch(() => {})
       },

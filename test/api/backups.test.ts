@@ -1,10 +1,10 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
-import { cpSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { cpSync, mkdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../../src/paths.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
-import { collect, patternBlock, run, tempDir } from '../helpers/disks.js'
+import { collect, filesUnder, patternBlock, run, tempDir } from '../helpers/disks.js'
 import { demoIds, type DemoIds } from '../helpers/demo-lab.js'
 import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
@@ -81,19 +81,6 @@ async function restore(server: TestServer, archive: string, sr: string): Promise
   const response = await server.json<{ id: string }>(`/rest/v0/backup-archives/${encodeURIComponent(archive)}/actions/restore?sync=true`, jsonBody({ sr }))
   if (response.status !== 201) throw new Error(`restore: ${response.status} ${JSON.stringify(response.body)}`)
   return bytesOf(server, `/rest/v0/vdis/${await diskOf(server, response.body.id)}.raw`)
-}
-
-function filesUnder(root: string): string[] {
-  const out: string[] = []
-  const walk = (dir: string): void => {
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name)
-      if (statSync(path).isDirectory()) walk(path)
-      else out.push(path.slice(root.length + 1))
-    }
-  }
-  if (existsSync(root)) walk(root)
-  return out.sort()
 }
 
 t.test('backups over REST', async (t) => {
@@ -206,6 +193,18 @@ t.test('backups over REST', async (t) => {
     t.equal((await server.request(`/rest/v0/schedules/${schedule}`, { ...jsonBody({ enabled: false }), method: 'PATCH' })).status, 204)
     t.equal((await server.request(`/rest/v0/backup-jobs/${job}`, { method: 'DELETE' })).status, 204)
     t.equal((await server.json(`/rest/v0/schedules/${schedule}`)).status, 404, "a job's schedules go with it")
+  })
+
+  t.test('VMs of one SR backed up side by side: snapshots, exports and removals interleave without losing a disk', async (t) => {
+    const sources = await Promise.all([1, 2, 3, 4].map((i) => smallVm(server, demo, `parallel-${i}`)))
+    const contents = await Promise.all(sources.map(({ disk }, i) => writeBlocks(server, disk, new Map([[i, patternBlock(20 + i)]]))))
+    const job = await created(server, '/rest/v0/backup-jobs', { name: 'parallel', mode: 'full', vms: { id: { __or: sources.map(({ vm }) => vm) } }, remotes: { id: repository }, settings: { '': { concurrency: 4 } } })
+    await runJob(server, job)
+    for (const [i, { vm }] of sources.entries()) {
+      const [archive] = await archivesOf(server, repository, vm)
+      if (archive === undefined) throw new Error(`no archive of ${vm}`)
+      t.ok((await restore(server, archive.id, demo.defaultSr)).equals(contents[i] as Buffer), `VM ${i + 1} restores exactly`)
+    }
   })
 
   t.test('a running VM is backed up from a snapshot that is removed afterwards', async (t) => {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { gunzipSync } from 'node:zlib'
 import { archiveId, formatBackupTimestamp, parseArchiveId, parseBackupTimestamp, parseVhdPath, vhdPath } from '../../src/backups/layout.js'
@@ -12,25 +12,12 @@ import { BLOCK_SIZE } from '../../src/formats/blocks.js'
 import { openXvaStream } from '../../src/formats/xva/xva-reader.js'
 import { packageRoot } from '../../src/paths.js'
 import { FIXTURE, fixtureBlock, writeFixtureRepository } from '../helpers/backup-fixture.js'
-import { run, tempDir, VPC_OPTS } from '../helpers/disks.js'
+import { filesUnder, run, tempDir, VPC_OPTS } from '../helpers/disks.js'
 
 const FIXTURE_DIR = join(packageRoot, 'fixtures', 'backup-repository')
 const VM_DIR = join('xo-vm-backups', FIXTURE.vm)
 const CHAIN_DIR = join(VM_DIR, 'vdis', FIXTURE.job, FIXTURE.liveVdi)
 const ts = (i: 0 | 1 | 2): string => formatBackupTimestamp(FIXTURE.timestamps[i])
-
-function filesUnder(root: string): string[] {
-  const out: string[] = []
-  const walk = (dir: string): void => {
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name)
-      if (statSync(path).isDirectory()) walk(path)
-      else out.push(relative(root, path))
-    }
-  }
-  if (existsSync(root)) walk(root)
-  return out.sort()
-}
 
 /** The disk's content at a point of the fixture. */
 function contentAt(point: 0 | 1 | 2): Buffer {

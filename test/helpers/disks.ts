@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { BLOCK_SIZE, type DiskBlock } from '../../src/formats/blocks.js'
 import { KeelError } from '../../src/errors.js'
 
@@ -77,3 +77,17 @@ export async function streamError(promise: Promise<unknown>): Promise<KeelError>
 }
 
 export const VPC_OPTS = (file: string): string => `driver=vpc,force_size_calc=current_size,file.filename=${file}`
+
+/** Every file below a folder, as sorted paths relative to it (none when it does not exist). */
+export function filesUnder(root: string): string[] {
+  const out: string[] = []
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name)
+      if (statSync(path).isDirectory()) walk(path)
+      else out.push(relative(root, path))
+    }
+  }
+  if (existsSync(root)) walk(root)
+  return out.sort()
+}

@@ -284,10 +284,25 @@ export class LabDisks {
   /**
    * Snapshots and fast clones in constant time: the source's file becomes a
    * base, and the source and each target become empty children of it. A
-   * target's previous content (a revert) is replaced.
+   * target's previous content (a revert) is replaced. The SR stays busy
+   * until the returned release is called: a target whose record is not
+   * committed yet would otherwise look like garbage to a tidy.
    */
-  async fork(source: DiskRef, targets: readonly string[], size: number): Promise<void> {
+  async fork(source: DiskRef, targets: readonly string[], size: number): Promise<() => void> {
     const folder = this.#folder(source.sr)
+    const release = this.#hold(source.sr)
+    try {
+      await this.#fork(folder, source, targets, size)
+    } catch (error) {
+      release()
+      throw error
+    }
+    await this.refresh(source.sr)
+    this.#tidyLater(source.sr)
+    return release
+  }
+
+  async #fork(folder: string, source: DiskRef, targets: readonly string[], size: number): Promise<void> {
     await this.#serial(source.sr, async () => {
       const names = [source.id, ...targets].map(diskFileName)
       const base = await this.#pinAsBase(folder, diskFileName(source.id))
@@ -305,8 +320,6 @@ export class LabDisks {
       }
       await syncFolder(folder)
     })
-    await this.refresh(source.sr)
-    this.#tidyLater(source.sr)
   }
 
   /** A full copy of a disk's merged content under another id (another SR), for disk moves. */

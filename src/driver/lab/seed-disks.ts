@@ -45,7 +45,9 @@ export async function seedDiskContent(files: LabDisks, store: LabStore): Promise
       (id): id is string => typeof id === 'string' && store.getObject(id)?.$SR === vdi.$SR,
     )
     if (snapshots.length === 0) continue
-    await files.fork(disk, snapshots, size)
+    const release = await files.fork(disk, snapshots, size)
+    // The snapshots' records exist already: nothing to keep the SR busy for.
+    release()
     if (last > 1) await writeBlocks(files, disk, size, new Map([[1, patternBlock(`${label} (written after its snapshots)`)]]))
   }
 }

@@ -225,12 +225,15 @@ function copyAction(
     await run.wait(COPY_WAITS)
     const disks = op.env.disks
     if (disks === undefined) return { id: await run.apply((plan) => copy(plan, op, object.id, name, copies)), type }
-    for (const vdi of sources) await disks.fork({ id: vdi.id, sr: vdi.$SR }, [copies.get(vdi.id) as string], vdi.size)
+    const releases: Array<() => void> = []
     try {
+      for (const vdi of sources) releases.push(await disks.fork({ id: vdi.id, sr: vdi.$SR }, [copies.get(vdi.id) as string], vdi.size))
       return { id: await run.apply((plan) => copy(plan, op, object.id, name, copies)), type }
     } catch (error) {
       for (const vdi of sources) await disks.remove({ id: copies.get(vdi.id) as string, sr: vdi.$SR })
       throw error
+    } finally {
+      for (const release of releases) release()
     }
   }
 }
@@ -249,8 +252,13 @@ async function revertContent(op: Operation, vmId: string, snapshotId: string): P
     })
   })
   for (const { copy, vdi } of pairs) {
-    if (copy.$SR === vdi.$SR) await disks.fork({ id: copy.id, sr: copy.$SR }, [vdi.id], copy.size)
-    else await disks.copy({ id: copy.id, sr: copy.$SR }, { id: vdi.id, sr: vdi.$SR }, copy.size)
+    if (copy.$SR === vdi.$SR) {
+      const release = await disks.fork({ id: copy.id, sr: copy.$SR }, [vdi.id], copy.size)
+      // The target's record exists already: nothing to keep the SR busy for.
+      release()
+    } else {
+      await disks.copy({ id: copy.id, sr: copy.$SR }, { id: vdi.id, sr: vdi.$SR }, copy.size)
+    }
   }
 }
 
