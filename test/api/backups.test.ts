@@ -6,7 +6,8 @@ import { packageRoot } from '../../src/paths.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
 import { collect, filesUnder, patternBlock, run, tempDir } from '../helpers/disks.js'
 import { demoIds, type DemoIds } from '../helpers/demo-lab.js'
-import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { openLines } from '../helpers/streams.js'
+import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
 const MiB = 1024 * 1024
 const DISK_SIZE = 32 * MiB
@@ -213,6 +214,22 @@ t.test('backups over REST', async (t) => {
     await runJob(server, job)
     t.equal((await server.json<unknown[]>('/rest/v0/vm-snapshots?fields=id')).body.length, before)
     t.equal((await archivesOf(server, repository, demo.runningVm)).length, 1)
+  })
+
+  t.test('watch: jobs and their logs change live', async (t) => {
+    const auth = { authorization: basic(ADMIN_EMAIL, ADMIN_PASSWORD) }
+    const jobs = await openLines(`${server.url}/rest/v0/backup-jobs?ndjson=true&watch=true&fields=name`, auth)
+    t.teardown(() => jobs.close())
+    const logs = await openLines(`${server.url}/rest/v0/backup-logs?ndjson=true&watch=true&fields=jobId,status`, auth)
+    t.teardown(() => logs.close())
+    const { vm } = await smallVm(server, demo, 'watched')
+    const job = await created(server, '/rest/v0/backup-jobs', { name: 'watched', mode: 'full', vms: { id: vm }, remotes: { id: repository } })
+    t.same((await jobs.until(1))[0], ['update', { name: 'watched', href: `/rest/v0/backup-jobs/${job}` }], 'a new job shows as the reference shows additions')
+    await runJob(server, job)
+    const ended = (values: unknown[]): boolean => (values as Array<[string, { jobId: string; status: string }]>).some(([, log]) => log.jobId === job && log.status === 'success')
+    let seen: unknown[] = []
+    for (let count = 1; !ended(seen); count++) seen = await logs.until(count)
+    t.match(seen[0], ['update', { jobId: job, status: 'pending' }], 'the run log is followed from its start to its end')
   })
 
   t.test('access: backup resources are checked', async (t) => {
