@@ -95,6 +95,17 @@ async function replaceFile(path: string, data: string | Buffer): Promise<void> {
 const isTemporary = (name: string): boolean => name.startsWith('.')
 
 /**
+ * A write that failed for the repository's sake (full, read-only) says so
+ * in words a run's log can show; anything else is passed on as it is.
+ */
+export function storageError(error: unknown, root: string): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  if (code === 'ENOSPC' || code === 'EDQUOT') return new KeelError('INCORRECT_STATE', `the backup repository ${root} is full`, { actual: 'full', expected: 'free space', object: root }, { cause: error })
+  if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM') return new KeelError('INCORRECT_STATE', `the backup repository ${root} is not writable`, { actual: 'not writable', expected: 'writable', object: root }, { cause: error })
+  return error
+}
+
+/**
  * The reference's validator: a compressed XVA is only checked for size; a
  * plain one is a tar, so whole 512-byte records ending in two zero records.
  */
@@ -255,7 +266,7 @@ export class LocalRepository {
       } catch (error) {
         await rm(temporary, { force: true })
         if (placed) await Promise.all([rm(data, { force: true }), rm(checksum, { force: true })])
-        throw error
+        throw storageError(error, this.root)
       }
     })
   }
@@ -295,7 +306,7 @@ export class LocalRepository {
       } catch (error) {
         if (temporary !== undefined) await rm(temporary, { force: true })
         await Promise.all(placed.map((target) => rm(target, { force: true })))
-        throw error
+        throw storageError(error, this.root)
       }
     })
   }

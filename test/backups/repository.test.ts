@@ -6,7 +6,7 @@ import { Readable } from 'node:stream'
 import { gunzipSync } from 'node:zlib'
 import { archiveId, formatBackupTimestamp, parseArchiveId, parseBackupTimestamp, parseVhdPath, vhdPath } from '../../src/backups/layout.js'
 import { isParsed, parseBackupMetadata } from '../../src/backups/metadata.js'
-import { LocalRepository, repositoryPath } from '../../src/backups/repository.js'
+import { LocalRepository, repositoryPath, storageError } from '../../src/backups/repository.js'
 import { oldEntries } from '../../src/backups/retention.js'
 import { BLOCK_SIZE } from '../../src/formats/blocks.js'
 import { openXvaStream } from '../../src/formats/xva/xva-reader.js'
@@ -185,6 +185,17 @@ t.test('nothing half-written is ever visible', async (t) => {
   mkdirSync(join(root, CHAIN_DIR, '.tmp-dir'))
   await repository.clean()
   t.same(filesUnder(root), before, 'clean removes what a run cut short left')
+})
+
+t.test('a full or read-only repository is named as such in the error a run reports', async (t) => {
+  const errno = (code: string): NodeJS.ErrnoException => Object.assign(new Error(`${code}: from the file system`), { code })
+  t.match(storageError(errno('ENOSPC'), '/backups'), { code: 'INCORRECT_STATE', message: 'the backup repository /backups is full', data: { actual: 'full' } })
+  t.match(storageError(errno('EDQUOT'), '/backups'), { code: 'INCORRECT_STATE', message: /is full/ })
+  t.match(storageError(errno('EROFS'), '/backups'), { code: 'INCORRECT_STATE', message: 'the backup repository /backups is not writable' })
+  const other = errno('EIO')
+  t.equal(storageError(other, '/backups'), other, 'other errors pass as they are')
+  const broken = new Error('the source disconnected')
+  t.equal(storageError(broken, '/backups'), broken)
 })
 
 t.test('status says why a folder cannot be used', async (t) => {
