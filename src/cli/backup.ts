@@ -1,9 +1,7 @@
-import { parseArgs } from 'node:util'
 import { CliError } from './errors.js'
 import { Progress } from './progress.js'
 import { endpointOf, requestJson, type Endpoint } from './transfer.js'
-
-const connection = { url: { type: 'string' }, token: { type: 'string' } } as const
+import { connection, parseCommand } from './args.js'
 
 interface TaskRecord {
   status: string
@@ -44,7 +42,7 @@ async function follow(endpoint: Endpoint, taskId: string, what: string): Promise
 }
 
 async function runJob(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args, options: connection, allowPositionals: true, strict: true })
+  const { values, positionals } = parseCommand({ args, options: connection, allowPositionals: true, strict: true })
   const [id] = positionals
   if (id === undefined || positionals.length > 1) throw new CliError('backup run needs one backup job id', 2)
   const endpoint = endpointOf(values, 'backup run')
@@ -54,7 +52,7 @@ async function runJob(args: string[]): Promise<void> {
 }
 
 async function restoreArchive(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args, options: { ...connection, sr: { type: 'string' } }, allowPositionals: true, strict: true })
+  const { values, positionals } = parseCommand({ args, options: { ...connection, sr: { type: 'string' } }, allowPositionals: true, strict: true })
   const [id] = positionals
   if (id === undefined || positionals.length > 1 || values.sr === undefined) throw new CliError('backup restore needs one archive id and --sr', 2)
   const endpoint = endpointOf(values, 'backup restore')

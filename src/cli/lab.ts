@@ -1,5 +1,4 @@
 import { resolve } from 'node:path'
-import { parseArgs } from 'node:util'
 import { pino } from 'pino'
 import { ensureAdministrator } from '../app.js'
 import { Directory } from '../auth/users.js'
@@ -9,6 +8,7 @@ import { generateLabSpec } from '../driver/lab/generate.js'
 import { EventBus } from '../events/bus.js'
 import { openDatabase } from '../store/database.js'
 import { CliError } from './errors.js'
+import { parseCommand } from './args.js'
 
 function count(flag: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback
@@ -18,7 +18,7 @@ function count(flag: string, value: string | undefined, fallback: number): numbe
 
 /** `keel lab generate`: replaces the lab of a data directory with a generated one of any size. */
 export async function generateLab(args: string[]): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseCommand({
     args,
     options: {
       vms: { type: 'string' },

@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util'
 import { resolve } from 'node:path'
 import { createApp } from '../app.js'
 import { ConfigError, loadConfig } from '../config/config.js'
@@ -10,6 +9,7 @@ import { vdi } from './vdi.js'
 import { vm } from './vm.js'
 import { backup } from './backup.js'
 import { CliError } from './errors.js'
+import { parseCommand } from './args.js'
 
 const usage = `Usage:
   keel serve [--host HOST] [--port PORT] [--data-dir DIR] [--config FILE]
@@ -27,7 +27,7 @@ Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD 
 vdi, vm and backup take --url/--token or KEEL_URL/KEEL_TOKEN.`
 
 async function serve(args: string[]): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseCommand({
     args,
     options: {
       host: { type: 'string' },

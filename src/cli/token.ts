@@ -1,10 +1,10 @@
-import { parseArgs } from 'node:util'
 import { CliError } from './errors.js'
 import { promptHidden } from './prompt.js'
+import { parseCommand } from './args.js'
 
 /** `keel token create`: logs in with a password and prints a new token, the helper spec 1 mentions. */
 export async function createToken(args: string[]): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseCommand({
     args,
     options: {
       url: { type: 'string' },

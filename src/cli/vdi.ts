@@ -1,9 +1,7 @@
 import { extname } from 'node:path'
-import { parseArgs } from 'node:util'
 import { CliError } from './errors.js'
 import { download, endpointOf, resumeDownload, upload } from './transfer.js'
-
-const connection = { url: { type: 'string' }, token: { type: 'string' } } as const
+import { connection, parseCommand } from './args.js'
 
 type Format = 'vhd' | 'raw'
 
@@ -30,7 +28,7 @@ export function createdId(body: Buffer, what: string): string {
 }
 
 async function exportVdi(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommand({
     args,
     options: {
       ...connection,
@@ -63,7 +61,7 @@ async function exportVdi(args: string[]): Promise<void> {
 }
 
 async function importVdi(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommand({
     args,
     options: {
       ...connection,

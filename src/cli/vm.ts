@@ -1,12 +1,10 @@
-import { parseArgs } from 'node:util'
 import { CliError } from './errors.js'
 import { download, endpointOf, upload } from './transfer.js'
 import { createdId } from './vdi.js'
-
-const connection = { url: { type: 'string' }, token: { type: 'string' } } as const
+import { connection, parseCommand } from './args.js'
 
 async function exportVm(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommand({
     args,
     options: { ...connection, output: { type: 'string', short: 'o' }, compress: { type: 'string' } },
     allowPositionals: true,
@@ -22,7 +20,7 @@ async function exportVm(args: string[]): Promise<void> {
 }
 
 async function importVm(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommand({
     args,
     options: { ...connection, pool: { type: 'string' }, sr: { type: 'string' } },
     allowPositionals: true,

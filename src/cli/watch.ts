@@ -1,9 +1,9 @@
 import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream } from 'node:stream/web'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { parseArgs } from 'node:util'
 import ndjson from 'ndjson'
 import { CliError } from './errors.js'
+import { parseCommand } from './args.js'
 
 type Line = [event: string, value: unknown, seq?: number]
 
@@ -22,7 +22,7 @@ function describe([event, value]: Line): string {
  * watch resumes where it stopped (or says it has to resync).
  */
 export async function watch(args: string[], output: NodeJS.WritableStream = process.stdout): Promise<void> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommand({
     args,
     options: {
       url: { type: 'string' },
