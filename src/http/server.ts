@@ -8,7 +8,7 @@ import { invalidCredentials } from '../auth/authenticate.js'
 import type { PrivilegeSet } from '../acl/evaluate.js'
 import { isAdmin, type Principal } from '../auth/principal.js'
 import { KeelError } from '../errors.js'
-import { answerClientError, watchRequestLine } from './client-error.js'
+import { answerClientError, type ParserError } from './client-error.js'
 import { sendError } from './error-response.js'
 import type { Metrics } from './metrics.js'
 import type { RequestLogEntry } from '../log.js'
@@ -147,7 +147,6 @@ export function createHttpServer(options: HttpOptions): Server {
     deferContinue(req, res)
     serve(req, res)
   })
-  server.on('connection', watchRequestLine)
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, log, { maxHeaderSize: MAX_HEADER_SIZE }))
+  server.on('clientError', (error: ParserError, socket: Duplex) => answerClientError(error, socket, log, { maxHeaderSize: MAX_HEADER_SIZE }))
   return server
 }
