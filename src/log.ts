@@ -22,6 +22,12 @@ export interface ServiceLog {
 
 const INFO = 30
 
+/** Printable ASCII without a quote or backslash: text a JSON string holds as it is. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+
+/** A JSON string of `text`; plain text, the usual case for ids, methods and paths, skips the serializer. */
+export const quoted = (text: string | undefined): string => (text !== undefined && PLAIN.test(text) ? `"${text}"` : JSON.stringify(text) ?? 'null')
+
 /**
  * pino to stderr through a buffered, asynchronous destination (see
  * LogDestination). The request line, written once per request, is formatted
@@ -38,7 +44,7 @@ export function createServiceLog(level: string): ServiceLog {
     request(entry) {
       if (!log.isLevelEnabled('info')) return
       destination.write(
-        `${prefix}${Date.now()}${bindings},"reqId":${JSON.stringify(entry.reqId)},"method":${JSON.stringify(entry.method)},"url":${JSON.stringify(entry.url)},"status":${entry.status},"ms":${entry.ms}${entry.aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
+        `${prefix}${Date.now()}${bindings},"reqId":${quoted(entry.reqId)},"method":${quoted(entry.method)},"url":${quoted(entry.url)},"status":${entry.status},"ms":${entry.ms}${entry.aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
       )
     },
     flushSync: () => destination.flushSync(),

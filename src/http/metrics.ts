@@ -8,12 +8,14 @@ interface RequestSeries {
   count: number
 }
 
-interface DurationSeries {
+/** One route and method: its durations, and its answers counted by status. */
+interface RouteSeries {
   readonly labels: string
   count: number
   sum: number
   /** per bucket, not cumulative */
   readonly buckets: Float64Array
+  readonly statuses: Map<number, RequestSeries>
 }
 
 const label = (value: string): string => value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')
@@ -33,8 +35,9 @@ export class Metrics {
   readonly eventConnections: Gauge
   readonly #loopDelay: IntervalHistogram
   // Bounded by routes × methods × statuses: route is the matched pattern, never the raw path.
-  readonly #requests = new Map<string, RequestSeries>()
-  readonly #durations = new Map<string, DurationSeries>()
+  // Keyed level by level by the route's and method's own strings, which are
+  // constants: a key built per request cost an allocation and a hash each time.
+  readonly #series = new Map<string, Map<string, RouteSeries>>()
 
   constructor() {
     const registers = [this.registry]
@@ -70,35 +73,35 @@ export class Metrics {
   }
 
   observeRequest(route: string, method: string, status: number, seconds: number): void {
-    const requestKey = `${method} ${status} ${route}`
-    let requests = this.#requests.get(requestKey)
-    if (requests === undefined) {
-      requests = { labels: `route="${label(route)}",method="${label(method)}",status="${status}"`, count: 0 }
-      this.#requests.set(requestKey, requests)
+    let methods = this.#series.get(route)
+    if (methods === undefined) this.#series.set(route, (methods = new Map()))
+    let series = methods.get(method)
+    if (series === undefined) {
+      const labels = `route="${label(route)}",method="${label(method)}"`
+      series = { labels, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length), statuses: new Map() }
+      methods.set(method, series)
     }
+    series.count++
+    series.sum += seconds
+    let bucket = 0
+    while (bucket < BUCKETS.length && seconds > (BUCKETS[bucket] as number)) bucket++
+    if (bucket < BUCKETS.length) series.buckets[bucket] = (series.buckets[bucket] ?? 0) + 1
+    let requests = series.statuses.get(status)
+    if (requests === undefined) series.statuses.set(status, (requests = { labels: `${series.labels},status="${status}"`, count: 0 }))
     requests.count++
-    const durationKey = `${method} ${route}`
-    let duration = this.#durations.get(durationKey)
-    if (duration === undefined) {
-      duration = { labels: `route="${label(route)}",method="${label(method)}"`, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length) }
-      this.#durations.set(durationKey, duration)
-    }
-    duration.count++
-    duration.sum += seconds
-    const bucket = BUCKETS.findIndex((bound) => seconds <= bound)
-    if (bucket !== -1) duration.buckets[bucket] = (duration.buckets[bucket] ?? 0) + 1
   }
 
   /** The Prometheus text exposition. */
   async text(): Promise<string> {
+    const all = [...this.#series.values()].flatMap((methods) => [...methods.values()])
     const lines = [
       '# HELP keel_http_requests_total Requests answered, by route, method and status',
       '# TYPE keel_http_requests_total counter',
-      ...[...this.#requests.values()].map((series) => `keel_http_requests_total{${series.labels}} ${series.count}`),
+      ...all.flatMap((series) => [...series.statuses.values()].map((requests) => `keel_http_requests_total{${requests.labels}} ${requests.count}`)),
       '# HELP keel_http_request_duration_seconds Time from the request to the end of its response, by route and method',
       '# TYPE keel_http_request_duration_seconds histogram',
     ]
-    for (const series of this.#durations.values()) {
+    for (const series of all) {
       let cumulative = 0
       BUCKETS.forEach((bound, i) => {
         cumulative += series.buckets[i] ?? 0
