@@ -54,7 +54,8 @@ export class LogDestination {
     this.#writing = true
     write(this.#fd, text, () => {
       this.#writing = false
-      if (this.#lines.length > 0) this.#flush()
+      if (this.#size >= 65536) this.#flush()
+      else if (this.#lines.length > 0) this.#timer ??= setTimeout(() => this.#flush(), 100).unref()
     })
   }
 }

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { authorize } from '../acl/authorize.js'
@@ -111,13 +112,13 @@ export function createHttpServer(options: HttpOptions): Server {
   // No requestTimeout: a disk upload may rightly take hours; stalls are what the idle timeout cuts.
   const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: MAX_HEADER_SIZE })
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
-    const started = process.hrtime.bigint()
+    const started = performance.now()
     const incoming = req.headers['x-request-id']
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
     res.setHeader('X-Request-Id', requestId)
     const answered: Answered = { route: 'unmatched' }
     const done = (aborted: boolean): void => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6
+      const ms = performance.now() - started
       options.metrics.observeRequest(answered.route, req.method ?? 'GET', res.statusCode, ms / 1000)
       options.requestLog({ reqId: requestId, method: req.method, url: req.url, status: res.statusCode, ms, aborted })
     }
