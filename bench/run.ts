@@ -21,6 +21,10 @@ const duration = Number(process.env['BENCH_DURATION'] ?? 10)
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50)
 const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
 const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0
+/** `BENCH_ONLY=http,acl,...`: the sections to run (all when unset). */
+const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
+const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events'): boolean =>
+  only === undefined || only.includes(section)
 
 function start(script: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
   const node = [process.execPath, join(packageRoot, 'dist/bench', script), ...args]
@@ -78,7 +82,7 @@ async function main(): Promise<void> {
       { name: 'one VM', path: `/rest/v0/vms/${vm.id}`, unique: false },
     ]
     const rows: string[] = []
-    for (const item of cases) {
+    for (const item of runs('http') ? cases : []) {
       const response = await fetch(keel.url + item.path, { headers })
       const bytes = Buffer.from(await response.arrayBuffer())
       const file = join(dataDir, 'body.bin')
@@ -92,24 +96,30 @@ async function main(): Promise<void> {
         `| ${item.name} (${bytes.length} B) | ${keelResult.requests.toFixed(0)} | ${keelResult.p99} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${keelResult.errors + bareResult.errors} |`,
       )
     }
-    process.stdout.write('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | errors |\n|---|---|---|---|---|---|---|\n')
-    process.stdout.write(rows.join('\n') + '\n\n')
-
-    process.stdout.write('Access control: 50 selector privileges (50 connections, same listing):\n\n')
-    process.stdout.write((await aclBench(keel.url, headers, load)) + '\n')
-
+    if (runs('http')) {
+      process.stdout.write('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | errors |\n|---|---|---|---|---|---|---|\n')
+      process.stdout.write(rows.join('\n') + '\n\n')
+    }
+    if (runs('acl')) {
+      process.stdout.write('Access control: 50 selector privileges (50 connections, same listing):\n\n')
+      process.stdout.write((await aclBench(keel.url, headers, load)) + '\n')
+    }
     const vms = all.map(({ href: _href, ...record }) => record as XoRecord)
-    process.stdout.write('Filter limits (in process):\n\n' + filterBench(vms) + '\n')
-    process.stdout.write(`Serialization of all ${vms.length} VMs (µs per listing, in-process):\n\n| method | µs/op |\n|---|---|\n`)
-    for (const result of serializationBench(vms)) process.stdout.write(`| ${result.name} | ${result.microsPerOp.toFixed(0)} |\n`)
-    process.stdout.write(`\nDisk format codecs, 512 MiB mixed disk (MiB/s of disk content, best of 3):\n\n| codec | MiB/s |\n|---|---|\n`)
-    for (const result of await formatsBench()) process.stdout.write(`| ${result.name} | ${result.mibPerSecond.toFixed(0)} |\n`)
+    if (runs('filter')) process.stdout.write('Filter limits (in process):\n\n' + filterBench(vms) + '\n')
+    if (runs('serialize')) {
+      process.stdout.write(`Serialization of all ${vms.length} VMs (µs per listing, in-process):\n\n| method | µs/op |\n|---|---|\n`)
+      for (const result of serializationBench(vms)) process.stdout.write(`| ${result.name} | ${result.microsPerOp.toFixed(0)} |\n`)
+    }
+    if (runs('formats')) {
+      process.stdout.write(`\nDisk format codecs, 512 MiB mixed disk (MiB/s of disk content, best of 3):\n\n| codec | MiB/s |\n|---|---|\n`)
+      for (const result of await formatsBench()) process.stdout.write(`| ${result.name} | ${result.mibPerSecond.toFixed(0)} |\n`)
+    }
     for (const child of children.splice(0)) child.kill('SIGTERM')
     // Its own Keel on a small lab and its own baselines; sizes from BENCH_DISK_* (bench/disks.ts).
-    process.stdout.write('\n' + (await disksBench(disksBenchOptions(pin))))
+    if (runs('disks')) process.stdout.write('\n' + (await disksBench(disksBenchOptions(pin))))
     // Its own Keel too; sizes from BENCH_BACKUP_* (bench/backups.ts).
-    process.stdout.write('\n' + (await backupsBench(backupsBenchOptions(pin))))
-    process.stdout.write('\n' + (await eventsBench({ connections: 1000, changes: 10000, vms: 1000, pin })))
+    if (runs('backups')) process.stdout.write('\n' + (await backupsBench(backupsBenchOptions(pin))))
+    if (runs('events')) process.stdout.write('\n' + (await eventsBench({ connections: 1000, changes: 10000, vms: 1000, pin })))
   } finally {
     for (const child of children) child.kill('SIGTERM')
     rmSync(dataDir, { recursive: true, force: true })

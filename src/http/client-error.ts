@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { KeelError } from '../errors.js'
 import { toErrorResponse } from './error-response.js'
+import { nextRequestId } from './request-id.js'
 
 const SPACE = 0x20
 const TAB = 0x09
@@ -70,7 +70,7 @@ export function answerClientError(error: ParserError, socket: Duplex, log: Logge
     socket.destroy()
     return
   }
-  const requestId = randomUUID()
+  const requestId = nextRequestId()
   const { status, body } = toErrorResponse(clientErrorOf(error, limits), requestId)
   const text = JSON.stringify(body)
   log.info({ reqId: requestId, status, code: error.code }, 'refused before routing')

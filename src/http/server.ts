@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
@@ -14,6 +13,7 @@ import { sendError } from './error-response.js'
 import type { Metrics } from './metrics.js'
 import type { RequestLogEntry } from '../log.js'
 import { readJsonBody } from './body.js'
+import { nextRequestId } from './request-id.js'
 import { deferContinue, isAwaitingContinue } from './continue.js'
 import { JSON_BODY_TIMEOUT, watchIdle, withinBodyTimeout } from './timeouts.js'
 import type { Router, RouteMatch } from './router.js'
@@ -106,6 +106,28 @@ function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse,
   })
 }
 
+/** A failed request's answer: its error, or a cut connection once its headers are gone. */
+function fail(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string, error: unknown): void {
+  if (res.headersSent) {
+    // Too late for a status: cutting the connection is the only honest signal of a broken body.
+    options.log.error({ reqId: requestId, err: error }, 'response failed after its headers were sent')
+    res.destroy(error instanceof Error ? error : undefined)
+    return
+  }
+  if (isAwaitingContinue(req) || (error instanceof KeelError && (error.code === 'BODY_TOO_LARGE' || error.code === 'UNSUPPORTED_MEDIA_TYPE'))) {
+    // The unread body would otherwise be parsed as the next request; one never invited is not waited for.
+    res.setHeader('Connection', 'close')
+  }
+  if (sendError(res, error, requestId) >= 500) options.log.error({ reqId: requestId, err: error }, 'request failed')
+}
+
+/** An answered request's metrics and log line. */
+function account(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string, route: string, started: number, aborted: boolean): void {
+  const ms = Math.round((performance.now() - started) * 1000) / 1000
+  options.metrics.observeRequest(route, req.method ?? 'GET', res.statusCode, ms / 1000)
+  options.requestLog({ reqId: requestId, method: req.method, url: req.url, status: res.statusCode, ms, aborted })
+}
+
 export function createHttpServer(options: HttpOptions): Server {
   const { log } = options
   // Headers may be larger than Node's 16 KiB default so that an overlong target meets the router's 414 first.
@@ -114,38 +136,20 @@ export function createHttpServer(options: HttpOptions): Server {
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
     const started = performance.now()
     const incoming = req.headers['x-request-id']
-    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
+    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : nextRequestId()
     res.setHeader('X-Request-Id', requestId)
     const answered: Answered = { route: 'unmatched' }
-    const done = (aborted: boolean): void => {
-      const ms = performance.now() - started
-      options.metrics.observeRequest(answered.route, req.method ?? 'GET', res.statusCode, ms / 1000)
-      options.requestLog({ reqId: requestId, method: req.method, url: req.url, status: res.statusCode, ms, aborted })
-    }
-    const fail = (error: unknown): void => {
-      if (res.headersSent) {
-        // Too late for a status: cutting the connection is the only honest signal of a broken body.
-        log.error({ reqId: requestId, err: error }, 'response failed after its headers were sent')
-        res.destroy(error instanceof Error ? error : undefined)
-        return
-      }
-      if (isAwaitingContinue(req) || (error instanceof KeelError && (error.code === 'BODY_TOO_LARGE' || error.code === 'UNSUPPORTED_MEDIA_TYPE'))) {
-        // The unread body would otherwise be parsed as the next request; one never invited is not waited for.
-        res.setHeader('Connection', 'close')
-      }
-      if (sendError(res, error, requestId) >= 500) log.error({ reqId: requestId, err: error }, 'request failed')
-    }
     let pending: Maybe<void> = undefined
     try {
       pending = handle(options, req, res, requestId, answered)
-      if (isPromise(pending)) pending.catch(fail)
+      if (isPromise(pending)) pending.catch((error: unknown) => fail(options, req, res, requestId, error))
     } catch (error) {
-      fail(error)
+      fail(options, req, res, requestId, error)
     }
     // A response ended before the handler returned is accounted for now: a
-    // 'close' listener per request showed on the single-object hot path.
-    if (!isPromise(pending) && res.writableEnded) done(res.destroyed)
-    else res.on('close', () => done(!res.writableFinished))
+    // 'close' listener (and its closures) per request showed on the single-object hot path.
+    if (!isPromise(pending) && res.writableEnded) account(options, req, res, requestId, answered.route, started, res.destroyed)
+    else res.on('close', () => account(options, req, res, requestId, answered.route, started, !res.writableFinished))
   }
   server.on('request', serve)
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
