@@ -1,11 +1,7 @@
 // Access control's cost on listings: the same 10,000-VM listing as an administrator and as a
 // non-administrator whose roles hold 50 privileges with selectors, measured in the same run.
 
-export interface LoadResult {
-  readonly requests: number
-  readonly p99: number
-  readonly errors: number
-}
+import type { LoadResult } from './load-child.js'
 
 type Load = (url: string, headers: Record<string, string>, uniquePaths: boolean) => Promise<LoadResult>
 

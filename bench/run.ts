@@ -1,7 +1,6 @@
 // `npm run bench`: Keel's read routes under autocannon against a bare node:http
 // server answering the same bytes, measured in the same run. Prints a Markdown
 // table to paste into bench/RESULTS.md.
-import autocannon from 'autocannon'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
@@ -16,11 +15,12 @@ import { formatsBench } from './formats.js'
 import { disksBench, disksBenchOptions } from './disks.js'
 import { backupsBench, backupsBenchOptions } from './backups.js'
 import type { XoRecord } from '../src/driver/types.js'
+import type { LoadRequest, LoadResult } from './load-child.js'
 
 const duration = Number(process.env['BENCH_DURATION'] ?? 10)
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50)
 const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
-const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0
+const pin = spawnSync('taskset', ['-c', '0,1', 'true']).status === 0
 /** `BENCH_ONLY=http,acl,...`: the sections to run (all when unset). */
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
 const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events'): boolean =>
@@ -37,26 +37,17 @@ function start(script: string, args: string[]): Promise<{ child: ChildProcess; u
   })
 }
 
-interface Measure {
-  readonly requests: number
-  readonly p99: number
-  readonly errors: number
-}
-
-/** With `uniquePaths`, each request asks a query never asked before, so no whole-listing cache can answer it. */
-async function load(url: string, headers: Record<string, string>, uniquePaths = false): Promise<Measure> {
-  let counter = 0
-  const requests = uniquePaths
-    ? [
-        {
-          setupRequest: (request: autocannon.Request) => ({ ...request, path: `${request.path ?? '/'}&limit=${1_000_000 + counter++}` }),
-        },
-      ]
-    : undefined
-  const options = { url, connections, headers, ...(requests === undefined ? {} : { requests }) }
-  await autocannon({ ...options, duration: Math.min(3, duration) })
-  const result = await autocannon({ ...options, duration })
-  return { requests: result.requests.average, p99: result.latency.p99, errors: result.errors + result.non2xx }
+/** autocannon in a child process on the other core (bench/load-child.ts). */
+async function load(url: string, headers: Record<string, string>, uniquePaths = false): Promise<LoadResult> {
+  const request: LoadRequest = { url, headers, connections, warmup: Math.min(3, duration), duration, uniquePaths }
+  const node = [process.execPath, join(packageRoot, 'dist/bench/load-child.js'), JSON.stringify(request)]
+  const [command, ...rest] = pin ? ['taskset', '-c', '1', ...node] : node
+  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'inherit'] })
+  const line = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`load-child exited with ${code}`)))
+    createInterface({ input: child.stdout! }).once('line', resolve)
+  })
+  return JSON.parse(line) as LoadResult
 }
 
 async function main(): Promise<void> {
