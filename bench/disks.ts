@@ -7,7 +7,7 @@
 //   BENCH_DISK_RUNS           measured runs per side, the best kept (3)
 //   BENCH_DISK_LATENCY_SECONDS autocannon duration per latency measurement (5)
 //   BENCH_DISK_CONNECTIONS    autocannon connections (10)
-//   BENCH_DISK_SNAPSHOTS      snapshots timed per VM, the median kept (5)
+//   BENCH_DISK_SNAPSHOTS      snapshots timed per VM, the median kept (21)
 import autocannon from 'autocannon'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { closeSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
@@ -392,7 +392,7 @@ export function disksBenchOptions(pin: boolean): DisksBenchOptions {
     runs: number('BENCH_DISK_RUNS', 3),
     latencySeconds: number('BENCH_DISK_LATENCY_SECONDS', 5),
     latencyConnections: number('BENCH_DISK_CONNECTIONS', 10),
-    snapshots: number('BENCH_DISK_SNAPSHOTS', 5),
+    snapshots: number('BENCH_DISK_SNAPSHOTS', 21),
     pin,
   }
 }

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http'
-import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
+import { finished } from 'node:stream/promises'
+import { aborted } from '../errors.js'
+import { blockPool } from '../formats/block-pool.js'
 
 export interface StreamReply {
   readonly status: number
@@ -10,36 +11,54 @@ export interface StreamReply {
   readonly headers?: Readonly<Record<string, string>>
 }
 
+const prematureClose = (): Error => aborted('the client closed the connection before the end of the body')
+
+/** Resolves on 'drain' or 'close', whichever comes first, leaving no listener behind. */
+function writable(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done)
+      res.off('close', done)
+      resolve()
+    }
+    res.on('drain', done)
+    res.on('close', done)
+  })
+}
+
 /**
  * Streams a generated body with back-pressure. The status and headers go out
  * only with the first byte, so a failure before it is still an ordinary JSON
  * error; a failure after it destroys the connection (with Content-Length or
  * chunked framing the client sees a cut, never a truncated success).
+ *
+ * Written chunk by chunk rather than piped: once the socket has taken a chunk
+ * (its write callback), a block buffer from the pool goes back to it, since
+ * the response is the last user of what it sends.
  */
 export async function sendStream(res: ServerResponse, reply: StreamReply, body: AsyncIterable<Buffer>): Promise<void> {
   const iterator = body[Symbol.asyncIterator]()
-  let first: IteratorResult<Buffer>
   try {
-    first = await iterator.next()
-  } catch (error) {
-    await iterator.return?.()
-    throw error
-  }
-  res.statusCode = reply.status
-  res.setHeader('Content-Type', reply.contentType)
-  if (reply.length !== undefined) res.setHeader('Content-Length', reply.length)
-  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value)
-  async function* rest(): AsyncGenerator<Buffer> {
-    if (first.done === true) return
-    yield first.value
-    for (;;) {
-      const next = await iterator.next()
-      if (next.done === true) return
-      yield next.value
+    let next = await iterator.next()
+    res.statusCode = reply.status
+    res.setHeader('Content-Type', reply.contentType)
+    if (reply.length !== undefined) res.setHeader('Content-Length', reply.length)
+    for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value)
+    while (next.done !== true) {
+      if (res.destroyed) throw prematureClose()
+      const chunk = next.value
+      const room = res.write(chunk, (error) => {
+        if (error === undefined || error === null) blockPool.give(chunk)
+      })
+      if (!room) await writable(res)
+      next = await iterator.next()
     }
-  }
-  try {
-    await pipeline(Readable.from(rest(), { objectMode: false }), res)
+    if (res.destroyed) throw prematureClose()
+    res.end()
+    await finished(res)
+  } catch (error) {
+    if (res.headersSent && !res.destroyed) res.destroy(error instanceof Error ? error : undefined)
+    throw error
   } finally {
     await iterator.return?.()
   }

@@ -137,6 +137,32 @@ t.test('disk streams over the lab', async (t) => {
     t.same(srFiles(server, demo.defaultSr), files, 'no file either')
   })
 
+  t.test('exports side by side stay byte-exact while their block buffers are reused', async (t) => {
+    const contents = [testDisk(16 * MiB, [0, 1, 2, 5, 6, 7], 11), testDisk(16 * MiB, [1, 2, 3, 4, 7], 12), testDisk(16 * MiB, [0, 3, 4, 5, 6], 13)]
+    const ids: string[] = []
+    for (const [i, content] of contents.entries()) {
+      const created = await server.json<{ id: string }>(`/rest/v0/srs/${demo.defaultSr}/vdis?raw=true&name_label=pool-${i}`, { method: 'POST', body: rawOf(content) })
+      t.equal(created.status, 201)
+      ids.push(created.body.id)
+    }
+    const vhdLengths = await Promise.all(ids.map(async (id) => (await bytesOf(server, `/rest/v0/vdis/${id}.vhd`)).length))
+    for (let round = 0; round < 3; round++) {
+      const exports = ids.flatMap((id, i) => [
+        bytesOf(server, `/rest/v0/vdis/${id}.raw?nbdConcurrency=${1 + round * 3}`).then((bytes) => ({ i, kind: 'raw', bytes })),
+        bytesOf(server, `/rest/v0/vdis/${id}.vhd?nbdConcurrency=${2 + round}`).then((bytes) => ({ i, kind: 'vhd', bytes })),
+      ])
+      for (const { i, kind, bytes } of await Promise.all(exports)) {
+        const content = contents[i]
+        if (content === undefined) throw new Error('no content')
+        if (kind === 'raw') t.ok(bytes.equals(rawOf(content)), `round ${round}: raw export of disk ${i} is its content`)
+        else t.equal(bytes.length, vhdLengths[i], `round ${round}: VHD export of disk ${i} has its length`)
+      }
+    }
+    const imported = await server.json<{ id: string }>(`/rest/v0/srs/${demo.defaultSr}/vdis?name_label=pool-check`, { method: 'POST', body: await bytesOf(server, `/rest/v0/vdis/${ids[1]}.vhd`) })
+    t.equal(imported.status, 201)
+    t.ok((await bytesOf(server, `/rest/v0/vdis/${imported.body.id}.raw`)).equals(rawOf(contents[1] as (typeof contents)[number])), 'a VHD exported after all that imports back to the same content')
+  })
+
   t.test('snapshots fork in constant time, incremental export holds only the changes, chains agree with libvhdi', async (t) => {
     const { vm, disk } = await smallVm(server, demo, 'delta-source')
     const first = testDisk(DISK_SIZE, [0, 3, 7], 1)

@@ -1,4 +1,6 @@
 import type { FileHandle } from 'node:fs/promises'
+import { BLOCK_SIZE } from '../blocks.js'
+import { blockPool } from '../block-pool.js'
 
 /**
  * Positional I/O on one file, abstract so codecs stay free of fs and tests
@@ -15,7 +17,8 @@ export interface RandomAccess {
 export function fileHandleAccess(handle: FileHandle): RandomAccess {
   return {
     async read(position, length) {
-      const buffer = Buffer.allocUnsafe(length)
+      // Whole blocks come from the pool: a stream that is their last user gives them back.
+      const buffer = length === BLOCK_SIZE ? blockPool.take() : Buffer.allocUnsafe(length)
       let done = 0
       while (done < length) {
         const { bytesRead } = await handle.read(buffer, done, length - done, position + done)
