@@ -67,7 +67,7 @@ export async function aclBench(base: string, admin: Record<string, string>, load
     const asScoped = await load(path, scoped, unique)
     const label = unique ? 'a new query string each time' : 'repeated query'
     rows.push(
-      `| ${label} | ${asAdmin.requests.toFixed(0)} | ${asAdmin.p99} | ${asScoped.requests.toFixed(0)} (${visible} VMs visible) | ${asScoped.p99} | ${(asScoped.requests / asAdmin.requests).toFixed(2)} | ${asAdmin.errors + asScoped.errors} |`,
+      `| ${label} | ${asAdmin.requests.toFixed(0)} | ${asAdmin.p99.toFixed(1)} | ${asScoped.requests.toFixed(0)} (${visible} VMs visible) | ${asScoped.p99.toFixed(1)} | ${(asScoped.requests / asAdmin.requests).toFixed(2)} | ${asAdmin.errors + asScoped.errors} |`,
     )
   }
   return (

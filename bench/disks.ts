@@ -8,6 +8,7 @@
 //   BENCH_DISK_LATENCY_SECONDS autocannon duration per latency measurement (5)
 //   BENCH_DISK_CONNECTIONS    autocannon connections (10)
 //   BENCH_DISK_SNAPSHOTS      snapshots timed per VM, the median kept (21)
+//   BENCH_DISK_ROWS           the rows to run, comma-separated among raw,vhd,latency,xva,import,snapshot (all)
 import autocannon from 'autocannon'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { closeSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
@@ -29,7 +30,11 @@ export interface DisksBenchOptions {
   readonly snapshots: number
   /** Keel, the baseline servers and the zstd CLI on core 0 (clients left to the scheduler), as in `npm run bench` */
   readonly pin: boolean
+  readonly rows: ReadonlySet<RowName>
 }
+
+const ROWS = ['raw', 'vhd', 'latency', 'xva', 'import', 'snapshot'] as const
+type RowName = (typeof ROWS)[number]
 
 const MiB = 1024 * 1024
 const GiB = 1024 * MiB
@@ -279,22 +284,23 @@ export async function disksBench(options: DisksBenchOptions): Promise<string> {
     const timedDownload = (url: string, bytes?: number) => async (): Promise<number> =>
       expectTransfer(`GET ${url}`, await download(url, headers), 200, bytes).seconds
     const rawUrl = (concurrency: number): string => `${keel.url}/rest/v0/vdis/${stream.vdi}.raw?nbdConcurrency=${concurrency}`
-    for (const concurrency of [1, 2, 4]) {
+    for (const concurrency of options.rows.has('raw') ? [1, 2, 4] : []) {
       const result = await compare(options.runs, pid, size, timedDownload(rawUrl(concurrency), size), timedDownload(`${bare.url}/disk.raw`, size))
       rows.push(throughputRow(`raw export, nbdConcurrency ${concurrency}`, 'createReadStream of the raw file', result, BARS.raw))
     }
-    const vhd = await compare(options.runs, pid, size, timedDownload(`${keel.url}/rest/v0/vdis/${stream.vdi}.vhd`), timedDownload(`${bare.url}/disk.vhd`))
-    rows.push(throughputRow('VHD export (MiB/s of disk)', 'createReadStream of the VHD file', vhd, BARS.vhd))
-
-    rows.push(await latencyRow(api, stream, options, pid))
-    rows.push(await xvaRow(api, stream.vm, rawFile, size, options, pid))
-
-    const timedUpload = (url: string) => async (): Promise<number> => expectTransfer(`PUT ${url}`, await upload(url, headers, rawFile, size), 204).seconds
-    const imported = await compare(options.runs, pid, size, timedUpload(`${keel.url}/rest/v0/vdis/${stream.vdi}.raw`), timedUpload(`${bare.url}/upload`))
-    rows.push(throughputRow('raw import, fsync before the answer', 'write to a new file + fsync', imported, BARS.import))
-    notes.push('The import baseline writes every byte; Keel skips the zero blocks (half of this disk) and writes a VHD.')
-
-    rows.push(await snapshotRow(api, options, pid))
+    if (options.rows.has('vhd')) {
+      const vhd = await compare(options.runs, pid, size, timedDownload(`${keel.url}/rest/v0/vdis/${stream.vdi}.vhd`), timedDownload(`${bare.url}/disk.vhd`))
+      rows.push(throughputRow('VHD export (MiB/s of disk)', 'createReadStream of the VHD file', vhd, BARS.vhd))
+    }
+    if (options.rows.has('latency')) rows.push(await latencyRow(api, stream, options, pid))
+    if (options.rows.has('xva')) rows.push(await xvaRow(api, stream.vm, rawFile, size, options, pid))
+    if (options.rows.has('import')) {
+      const timedUpload = (url: string) => async (): Promise<number> => expectTransfer(`PUT ${url}`, await upload(url, headers, rawFile, size), 204).seconds
+      const imported = await compare(options.runs, pid, size, timedUpload(`${keel.url}/rest/v0/vdis/${stream.vdi}.raw`), timedUpload(`${bare.url}/upload`))
+      rows.push(throughputRow('raw import, fsync before the answer', 'write to a new file + fsync', imported, BARS.import))
+      notes.push('The import baseline writes every byte; Keel skips the zero blocks (half of this disk) and writes a VHD.')
+    }
+    if (options.rows.has('snapshot')) rows.push(await snapshotRow(api, options, pid))
     const peak = Math.max(...rows.flatMap((row) => (row.rssMiB === undefined ? [] : [row.rssMiB])))
     rows.push({ name: 'peak RSS of Keel, all of the above', keel: `${peak.toFixed(0)} MiB`, baseline: '—', bar: `≤ ${BARS.rssMiB} MiB`, met: peak <= BARS.rssMiB })
 
@@ -380,6 +386,14 @@ async function snapshotRow(api: Api, options: DisksBenchOptions, pid: number): P
   }
 }
 
+function rowsOf(list: string | undefined): ReadonlySet<RowName> {
+  if (list === undefined) return new Set(ROWS)
+  const names = list.split(',').map((name) => name.trim())
+  const unknown = names.filter((name) => !(ROWS as readonly string[]).includes(name))
+  if (unknown.length > 0) throw new Error(`BENCH_DISK_ROWS: unknown ${unknown.join(', ')} (rows: ${ROWS.join(', ')})`)
+  return new Set(names as RowName[])
+}
+
 /** The options from the BENCH_DISK_* variables listed at the top, defaults at the issue's sizes. */
 export function disksBenchOptions(pin: boolean): DisksBenchOptions {
   const number = (name: string, fallback: number): number => {
@@ -394,6 +408,7 @@ export function disksBenchOptions(pin: boolean): DisksBenchOptions {
     latencyConnections: number('BENCH_DISK_CONNECTIONS', 10),
     snapshots: number('BENCH_DISK_SNAPSHOTS', 21),
     pin,
+    rows: rowsOf(process.env['BENCH_DISK_ROWS']),
   }
 }
 

@@ -84,11 +84,11 @@ async function main(): Promise<void> {
       const bareResult = await load(bare.url + '/', {})
       bare.child.kill('SIGTERM')
       rows.push(
-        `| ${item.name} (${bytes.length} B) | ${keelResult.requests.toFixed(0)} | ${keelResult.p99} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${keelResult.errors + bareResult.errors} |`,
+        `| ${item.name} (${bytes.length} B) | ${keelResult.requests.toFixed(0)} | ${keelResult.p99.toFixed(2)} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99.toFixed(2)} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${(keelResult.p99 / bareResult.p99).toFixed(2)} | ${keelResult.errors + bareResult.errors} |`,
       )
     }
     if (runs('http')) {
-      process.stdout.write('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | errors |\n|---|---|---|---|---|---|---|\n')
+      process.stdout.write('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | p99 Keel / bare | errors |\n|---|---|---|---|---|---|---|---|\n')
       process.stdout.write(rows.join('\n') + '\n\n')
     }
     if (runs('acl')) {
