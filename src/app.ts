@@ -42,6 +42,7 @@ import { Metrics } from './http/metrics.js'
 import type { RouteDef } from './http/route.js'
 import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
+import { StreamPacer } from './http/stream-pacer.js'
 import { openDatabase, type Db } from './store/database.js'
 import { TaskManager } from './tasks/manager.js'
 import { createServiceLog, loggerServiceLog, type ServiceLog } from './log.js'
@@ -149,6 +150,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Per-byte stream work (compression) runs here, off the event loop that answers the API.
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
   const transform = (name: string, options?: Record<string, unknown>): Duplex => workers.transform(name, options)
+  const pacer = new StreamPacer(options.config.http.streamPause)
   const backups =
     driver.disks === undefined
       ? undefined
@@ -215,7 +217,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...(driver.disks === undefined
       ? []
       : [
-          ...diskRoutes({ disks: driver.disks, vdis: sourceNamed('vdis'), snapshots: sourceNamed('vdi-snapshots'), srs: sourceNamed('srs'), tasks, clock }),
+          ...diskRoutes({ disks: driver.disks, vdis: sourceNamed('vdis'), snapshots: sourceNamed('vdi-snapshots'), srs: sourceNamed('srs'), tasks, clock, pacer }),
           ...vmStreamRoutes({
             driver,
             disks: driver.disks,
@@ -225,6 +227,7 @@ export async function createApp(options: AppOptions): Promise<App> {
             vms: sourceNamed('vms'),
             tasks,
             transform,
+            pacer,
           }),
           ...(backups === undefined ? [] : backupRoutes({ backups, sources: new Map(sources.map((source) => [source.name, source])), driver, tasks, cache })),
         ]),
@@ -247,6 +250,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     log,
     maxJsonBodySize: options.config.http.maxJsonBodySize,
     idleTimeout: options.config.http.idleTimeout,
+    pacer,
     scopeOf: (userId) => acl.scopeOf(userId),
     metrics,
     requestLog: serviceLog.request,

@@ -9,6 +9,7 @@ import type { ByteRange } from '../formats/raw/raw-encoder.js'
 import { sendJson, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schemas.js'
+import type { StreamPacer } from '../http/stream-pacer.js'
 import { sendStream } from '../http/stream-reply.js'
 import { discardRestOfRequest } from '../http/drain-request.js'
 import { requestBody } from '../http/continue.js'
@@ -24,6 +25,7 @@ export interface DiskRouteDeps {
   readonly srs: CollectionSource
   readonly tasks: TaskManager
   readonly clock: () => number
+  readonly pacer: StreamPacer
 }
 
 const IdParams = Type.Object({ id: Type.String() })
@@ -131,7 +133,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
         const stream = base === undefined ? await exportVhd(deps.disks, vdi, sizeOf(vdi), options) : await exportVhdDelta(deps.disks, vdi, base, sizeOf(vdi), options)
         const headers = { 'Content-Disposition': `attachment; filename=${vdi.id}.vhd` }
         await exportTask(source, vdi, principal.id, 'vhd', stream, (bytes) =>
-          sendStream(res, { status: 200, contentType: CONTENT_TYPE.vhd, length: stream.length, headers }, bytes),
+          sendStream(res, { status: 200, contentType: CONTENT_TYPE.vhd, length: stream.length, headers }, bytes, deps.pacer),
         )
       },
     }),
@@ -159,7 +161,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
         const headers: Record<string, string> = { 'Accept-Ranges': 'bytes', 'Content-Disposition': `attachment; filename=${vdi.id}.raw` }
         if (range !== undefined) headers['Content-Range'] = `bytes ${range.start}-${range.end - 1}/${size}`
         await exportTask(source, vdi, principal.id, 'raw', stream, (bytes) =>
-          sendStream(res, { status: range === undefined ? 200 : 206, contentType: CONTENT_TYPE.raw, length: stream.length, headers }, bytes),
+          sendStream(res, { status: range === undefined ? 200 : 206, contentType: CONTENT_TYPE.raw, length: stream.length, headers }, bytes, deps.pacer),
         )
       },
     }),

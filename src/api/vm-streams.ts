@@ -7,6 +7,7 @@ import { compressionOf, describeVm, exportXva, importXva, type TransformFactory 
 import { sendJson } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schemas.js'
+import type { StreamPacer } from '../http/stream-pacer.js'
 import { sendStream } from '../http/stream-reply.js'
 import type { TaskManager } from '../tasks/manager.js'
 import { clampConcurrency, declaredLength, receiving, uploadOf } from './disks.js'
@@ -24,6 +25,7 @@ export interface VmStreamDeps {
   readonly vms: CollectionSource
   readonly tasks: TaskManager
   readonly transform: TransformFactory
+  readonly pacer: StreamPacer
 }
 
 const IdParams = Type.Object({ id: Type.String() })
@@ -76,7 +78,7 @@ export function vmStreamRoutes(deps: VmStreamDeps): RouteDef[] {
               const { description, vdis } = describeVm(exported, (id) => deps.driver.getObject(id))
               const bytes = exportXva(deps.disks, description, vdis, compression, deps.transform, concurrency)
               const headers = { 'Content-Disposition': `attachment; filename=${vm.id}.xva` }
-              await sendStream(res, { status: 200, contentType: 'application/octet-stream', headers }, meter.count(bytes))
+              await sendStream(res, { status: 200, contentType: 'application/octet-stream', headers }, meter.count(bytes), deps.pacer)
             }),
         )
       },

@@ -60,6 +60,7 @@ const sections = {
       port: { read: integerReader(0, 65535), default: 8080 },
       maxJsonBodySize: { read: integerReader(1024, 1024 ** 3), default: 1024 * 1024 },
       idleTimeout: { read: durationReader, default: 5 * 60_000 },
+      streamPause: { read: durationReader, default: 5 },
     },
   },
   'rest-api': {

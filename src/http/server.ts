@@ -17,6 +17,7 @@ import { nextRequestId } from './request-id.js'
 import { deferContinue, isAwaitingContinue } from './continue.js'
 import { JSON_BODY_TIMEOUT, watchIdle, withinBodyTimeout } from './timeouts.js'
 import type { Router, RouteMatch } from './router.js'
+import type { StreamPacer } from './stream-pacer.js'
 
 export interface HttpOptions {
   readonly router: Router
@@ -31,6 +32,8 @@ export interface HttpOptions {
   readonly requestLog: (entry: RequestLogEntry) => void
   /** ms without a byte moving either way after which a streaming route's request is cut */
   readonly idleTimeout: number
+  /** told of every answered request, so that streams make room for the API */
+  readonly pacer: StreamPacer
 }
 
 /** What the response's log line and metrics need to know of the route that answered. */
@@ -125,6 +128,7 @@ function fail(options: HttpOptions, req: IncomingMessage, res: ServerResponse, r
 function account(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string, route: string, started: number, aborted: boolean): void {
   const ms = Math.round((performance.now() - started) * 1000) / 1000
   options.metrics.observeRequest(route, req.method ?? 'GET', res.statusCode, ms / 1000)
+  options.pacer.answered()
   options.requestLog({ reqId: requestId, method: req.method, url: req.url, status: res.statusCode, ms, aborted })
 }
 

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { finished } from 'node:stream/promises'
 import { aborted } from '../errors.js'
 import { blockPool } from '../formats/block-pool.js'
+import type { StreamPacer } from './stream-pacer.js'
 
 export interface StreamReply {
   readonly status: number
@@ -32,12 +33,16 @@ function writable(res: ServerResponse): Promise<void> {
  * error; a failure after it destroys the connection (with Content-Length or
  * chunked framing the client sees a cut, never a truncated success).
  *
+ * Between chunks the stream lets the JSON API have the CPU when it is busy
+ * (see StreamPacer).
+ *
  * Written chunk by chunk rather than piped: once the socket has taken a chunk
  * (its write callback), a block buffer from the pool goes back to it, since
  * the response is the last user of what it sends.
  */
-export async function sendStream(res: ServerResponse, reply: StreamReply, body: AsyncIterable<Buffer>): Promise<void> {
+export async function sendStream(res: ServerResponse, reply: StreamReply, body: AsyncIterable<Buffer>, pacer: StreamPacer): Promise<void> {
   const iterator = body[Symbol.asyncIterator]()
+  const yieldToApi = pacer.follow()
   try {
     let next = await iterator.next()
     res.statusCode = reply.status
@@ -51,6 +56,7 @@ export async function sendStream(res: ServerResponse, reply: StreamReply, body: 
         if (error === undefined || error === null) blockPool.give(chunk)
       })
       if (!room) await writable(res)
+      await yieldToApi()
       next = await iterator.next()
     }
     if (res.destroyed) throw prematureClose()
