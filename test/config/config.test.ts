@@ -56,6 +56,7 @@ const bad: Array<[string, string, string]> = [
   ['port as text', '[http]\nport = "80"\n', 'http.port'],
   ['bad duration', '[authentication]\nmaxTokenValidity = "forever"\n', 'authentication.maxTokenValidity'],
   ['bad idle timeout', '[http]\nidleTimeout = "a while"\n', 'http.idleTimeout'],
+  ['bad stream pause', '[http]\nstreamPause = "soon"\n', 'http.streamPause'],
   ['bad SSE budget', '[rest-api]\nmaxRamAllocatedPerSseClient = -1\n', 'rest-api.maxRamAllocatedPerSseClient'],
   ['default above max', '[authentication]\ndefaultTokenValidity = "1 year"\n', 'authentication.defaultTokenValidity'],
   ['section not a table', 'http = 5\n', 'http'],
@@ -71,8 +72,10 @@ for (const [name, text, key] of bad) {
   })
 }
 
-t.test('the idle timeout is a duration', async (t) => {
+t.test('the idle timeout and the stream pause are durations', async (t) => {
   t.equal(loadConfig(file('idle.toml', '[http]\nidleTimeout = "90 seconds"\n')).http.idleTimeout, 90_000)
+  t.equal(loadConfig(file('pause.toml', '[http]\nstreamPause = "2 ms"\n')).http.streamPause, 2)
+  t.equal(loadConfig(file('no-pause.toml', '[http]\nstreamPause = 0\n')).http.streamPause, 0)
 })
 
 t.test('invalid TOML names the file', async (t) => {
