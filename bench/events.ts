@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface, type Interface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
 import { packageRoot } from '../src/paths.js'
 
 interface Child {
@@ -18,7 +19,8 @@ interface Child {
 }
 
 function start(script: string, args: string[], pin: boolean): Promise<Child> {
-  const node = [process.execPath, '--expose-gc', join(packageRoot, 'dist/bench', script), ...args]
+  const flags = script === 'serve-events.js' ? SERVICE_NODE_FLAGS : []
+  const node = [process.execPath, '--expose-gc', ...flags, join(packageRoot, 'dist/bench', script), ...args]
   const [command, ...rest] = pin ? ['taskset', '-c', '0', ...node] : node
   const child = spawn(command as string, rest, { stdio: ['pipe', 'pipe', 'inherit'] })
   const lines: Interface = createInterface({ input: child.stdout! })

@@ -7,6 +7,7 @@ import { get, request, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { pipeline } from 'node:stream/promises'
+import { SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
 import { BLOCK_SIZE, blockCount } from '../src/formats/blocks.js'
 import { packageRoot } from '../src/paths.js'
 
@@ -20,9 +21,13 @@ export interface Server {
   readonly url: string
 }
 
-/** Starts a bench/ script and resolves with the URL it prints; pinned to core 0 like the other benchmarks' servers. */
+/**
+ * Starts a bench/ script and resolves with the URL it prints; pinned to core 0 like the other
+ * benchmarks' servers. Keel's own scripts run with the service's V8 flags.
+ */
 export function startServer(script: string, args: readonly string[], pin: boolean, stderr: 'ignore' | 'inherit'): Promise<Server> {
-  const node = [process.execPath, join(packageRoot, 'dist/bench', script), ...args]
+  const flags = script === 'serve-keel.js' ? SERVICE_NODE_FLAGS : []
+  const node = [process.execPath, ...flags, join(packageRoot, 'dist/bench', script), ...args]
   const [command, ...rest] = pin ? ['taskset', '-c', '0', ...node] : node
   const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', stderr] })
   return new Promise((resolve, reject) => {

@@ -14,6 +14,7 @@ import { serializationBench } from './serialize.js'
 import { formatsBench } from './formats.js'
 import { disksBench, disksBenchOptions } from './disks.js'
 import { backupsBench, backupsBenchOptions } from './backups.js'
+import { startServer, type Server } from './keel-client.js'
 import type { XoRecord } from '../src/driver/types.js'
 import type { LoadRequest, LoadResult } from './load-child.js'
 
@@ -26,16 +27,8 @@ const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
 const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events'): boolean =>
   only === undefined || only.includes(section)
 
-function start(script: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const node = [process.execPath, join(packageRoot, 'dist/bench', script), ...args]
-  // The server gets core 0 and the load generator the rest, as in the notes' pinned series.
-  const [command, ...rest] = pin ? ['taskset', '-c', '0', ...node] : node
-  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', script === 'serve-keel.js' ? 'ignore' : 'inherit'] })
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)))
-    createInterface({ input: child.stdout! }).once('line', (url) => resolve({ child, url }))
-  })
-}
+/** The server gets core 0 and the load generator the rest, as in the notes' pinned series. */
+const start = (script: string, args: string[]): Promise<Server> => startServer(script, args, pin, script === 'serve-keel.js' ? 'ignore' : 'inherit')
 
 /** autocannon in a child process on the other core (bench/load-child.ts). */
 async function load(url: string, headers: Record<string, string>, uniquePaths = false): Promise<LoadResult> {
