@@ -75,7 +75,7 @@ export function sendJsonBytes(res: ServerResponse, status: number, bytes: Buffer
 }
 
 /** Resolves on 'drain' or 'close', whichever comes first, leaving no listener behind. */
-function drained(res: ServerResponse): Promise<void> {
+export function drained(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       res.off('drain', done)

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { finished } from 'node:stream/promises'
 import { aborted } from '../errors.js'
 import { blockPool } from '../formats/block-pool.js'
+import { drained } from './reply.js'
 import type { StreamPacer } from './stream-pacer.js'
 
 export interface StreamReply {
@@ -13,19 +14,6 @@ export interface StreamReply {
 }
 
 const prematureClose = (): Error => aborted('the client closed the connection before the end of the body')
-
-/** Resolves on 'drain' or 'close', whichever comes first, leaving no listener behind. */
-function writable(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done)
-      res.off('close', done)
-      resolve()
-    }
-    res.on('drain', done)
-    res.on('close', done)
-  })
-}
 
 /**
  * Streams a generated body with back-pressure. The status and headers go out
@@ -55,7 +43,7 @@ export async function sendStream(res: ServerResponse, reply: StreamReply, body: 
       const room = res.write(chunk, (error) => {
         if (error === undefined || error === null) blockPool.give(chunk)
       })
-      if (!room) await writable(res)
+      if (!room) await drained(res)
       await yieldToApi()
       next = await iterator.next()
     }
