@@ -36,7 +36,8 @@ export function forTransfer(chunk: Uint8Array): { chunk: Uint8Array; transfer: A
   if (buffer instanceof ArrayBuffer && chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength && chunk.byteLength >= TRANSFER_THRESHOLD) {
     return { chunk, transfer: [buffer] }
   }
-  const copy = new Uint8Array(chunk.byteLength)
+  // Not zero-filled: every byte is written at once (a zero-fill was a third of this copy's cost).
+  const copy = Buffer.allocUnsafeSlow(chunk.byteLength)
   copy.set(chunk)
-  return { chunk: copy, transfer: [copy.buffer] }
+  return { chunk: copy, transfer: [copy.buffer as ArrayBuffer] }
 }
