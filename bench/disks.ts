@@ -28,7 +28,7 @@ export interface DisksBenchOptions {
   readonly latencyConnections: number
   /** snapshots timed on each of the two VMs; the median is kept */
   readonly snapshots: number
-  /** Keel, the baseline servers and the zstd CLI on core 0 (clients left to the scheduler), as in `npm run bench` */
+  /** Keel, the baseline servers and the zstd CLI on core 0, the clients on core 1, as in `npm run bench` */
   readonly pin: boolean
   readonly rows: ReadonlySet<RowName>
 }
@@ -259,6 +259,10 @@ export async function disksBench(options: DisksBenchOptions): Promise<string> {
   const children: ChildProcess[] = []
   const rows: Row[] = []
   const notes: string[] = []
+  // The clients (this process, and the curl processes it starts) on core 1: left to the scheduler,
+  // they sometimes settled on Keel's core for a whole run and halved its imports and XVA exports
+  // (bimodal runs: ~230 or ~650 MiB/s for the same import). Servers and zstd are pinned to core 0.
+  if (options.pin) spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' })
   try {
     mkdirSync(dataDir)
     mkdirSync(files)
@@ -307,7 +311,7 @@ export async function disksBench(options: DisksBenchOptions): Promise<string> {
     return [
       `Disk streams: a VDI of ${options.sizeMiB} MiB, every other 2 MiB block random and the rest never written; lab of ${LAB_VMS} VMs;`,
       `page cache warm on both sides (each file read once and one unmeasured run per side before measuring); best of ${options.runs} interleaved runs;`,
-      `a fresh connection per transfer, clients in this process; pinned: ${options.pin}. Keel's RSS is VmRSS sampled every ${RSS_SAMPLE_MS} ms.`,
+      `a fresh connection per transfer, clients in this process; pinned: ${options.pin} (servers and zstd on core 0, clients on core 1). Keel's RSS is VmRSS sampled every ${RSS_SAMPLE_MS} ms.`,
       '',
       table(rows),
       '',
@@ -317,6 +321,7 @@ export async function disksBench(options: DisksBenchOptions): Promise<string> {
   } finally {
     for (const child of children) await stop(child)
     rmSync(dir, { recursive: true, force: true })
+    if (options.pin) spawnSync('taskset', ['-a', '-p', '-c', '0,1', String(process.pid)], { stdio: 'ignore' })
   }
 }
 
