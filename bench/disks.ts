@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
-import { Api, createVm, download, expectTransfer, secondsSince, startServer, stop, upload, writeRawFile, type Created, type Transfer } from './keel-client.js'
+import { Api, createVm, download, expectTransfer, secondsSince, startServer, stop, upload, writeRawFile, type Created } from './keel-client.js'
 
 export interface DisksBenchOptions {
   /** virtual size of the streamed VDI; half of its 2 MiB blocks get random data */

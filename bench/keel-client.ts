@@ -22,18 +22,31 @@ export interface Server {
 }
 
 /**
- * Starts a bench/ script and resolves with the URL it prints; pinned to core 0 like the other
- * benchmarks' servers. Keel's own scripts run with the service's V8 flags.
+ * Runs a dist/bench/ script in a node process of its own, on `core` when one is given, and
+ * resolves with the child and the first line it prints.
  */
-export function startServer(script: string, args: readonly string[], pin: boolean, stderr: 'ignore' | 'inherit'): Promise<Server> {
-  const flags = script === 'serve-keel.js' ? SERVICE_NODE_FLAGS : []
-  const node = [process.execPath, ...flags, join(packageRoot, 'dist/bench', script), ...args]
-  const [command, ...rest] = pin ? ['taskset', '-c', '0', ...node] : node
-  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', stderr] })
+export function runScript(
+  script: string,
+  args: readonly string[],
+  options: { readonly core: number | undefined; readonly stderr: 'ignore' | 'inherit'; readonly nodeFlags?: readonly string[] },
+): Promise<{ child: ChildProcess; line: string }> {
+  const node = [process.execPath, ...(options.nodeFlags ?? []), join(packageRoot, 'dist/bench', script), ...args]
+  const [command, ...rest] = options.core === undefined ? node : ['taskset', '-c', String(options.core), ...node]
+  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', options.stderr] })
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)))
-    createInterface({ input: child.stdout! }).once('line', (url) => resolve({ child, url }))
+    createInterface({ input: child.stdout! }).once('line', (line) => resolve({ child, line }))
   })
+}
+
+/**
+ * Starts a bench/ server script and resolves with the URL it prints; pinned to core 0 like the
+ * other benchmarks' servers. Keel runs with the service's V8 flags.
+ */
+export async function startServer(script: string, args: readonly string[], pin: boolean, stderr: 'ignore' | 'inherit'): Promise<Server> {
+  const nodeFlags = script === 'serve-keel.js' ? SERVICE_NODE_FLAGS : []
+  const { child, line } = await runScript(script, args, { core: pin ? 0 : undefined, stderr, nodeFlags })
+  return { child, url: line }
 }
 
 /** Ends one child by its PID and waits for it, so the next measurement has the cores to itself. */

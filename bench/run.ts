@@ -1,12 +1,10 @@
 // `npm run bench`: Keel's read routes under autocannon against a bare node:http
 // server answering the same bytes, measured in the same run. Prints a Markdown
 // table to paste into bench/RESULTS.md.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
-import { packageRoot } from '../src/paths.js'
 import { aclBench } from './acl.js'
 import { eventsBench } from './events.js'
 import { filterBench } from './filter.js'
@@ -14,7 +12,7 @@ import { serializationBench } from './serialize.js'
 import { formatsBench } from './formats.js'
 import { disksBench, disksBenchOptions } from './disks.js'
 import { backupsBench, backupsBenchOptions } from './backups.js'
-import { startServer, type Server } from './keel-client.js'
+import { runScript, startServer, type Server } from './keel-client.js'
 import type { XoRecord } from '../src/driver/types.js'
 import type { LoadRequest, LoadResult } from './load-child.js'
 
@@ -33,13 +31,7 @@ const start = (script: string, args: string[]): Promise<Server> => startServer(s
 /** autocannon in a child process on the other core (bench/load-child.ts). */
 async function load(url: string, headers: Record<string, string>, uniquePaths = false): Promise<LoadResult> {
   const request: LoadRequest = { url, headers, connections, warmup: Math.min(3, duration), duration, uniquePaths }
-  const node = [process.execPath, join(packageRoot, 'dist/bench/load-child.js'), JSON.stringify(request)]
-  const [command, ...rest] = pin ? ['taskset', '-c', '1', ...node] : node
-  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'inherit'] })
-  const line = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`load-child exited with ${code}`)))
-    createInterface({ input: child.stdout! }).once('line', resolve)
-  })
+  const { line } = await runScript('load-child.js', [JSON.stringify(request)], { core: pin ? 1 : undefined, stderr: 'inherit' })
   return JSON.parse(line) as LoadResult
 }
 
