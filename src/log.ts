@@ -4,8 +4,10 @@ import { LogDestination } from './log-destination.js'
 
 /** One answered request, as its log line says it. */
 export interface RequestLogEntry {
+  /** plain text: ours, or a client's that matched the plain pattern */
   readonly reqId: string
-  readonly method: string | undefined
+  /** one of the methods node's parser accepts, all plain tokens */
+  readonly method: string
   readonly url: string | undefined
   readonly status: number
   readonly ms: number
@@ -44,7 +46,7 @@ export function createServiceLog(level: string): ServiceLog {
     request(entry) {
       if (!log.isLevelEnabled('info')) return
       destination.write(
-        `${prefix}${Date.now()}${bindings},"reqId":${quoted(entry.reqId)},"method":${quoted(entry.method)},"url":${quoted(entry.url)},"status":${entry.status},"ms":${entry.ms}${entry.aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
+        `${prefix}${Date.now()}${bindings},"reqId":"${entry.reqId}","method":"${entry.method}","url":${quoted(entry.url)},"status":${entry.status},"ms":${entry.ms}${entry.aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
       )
     },
     flushSync: () => destination.flushSync(),

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import { KeelResponse } from './response.js'
 
 export const JSON_TYPE = 'application/json; charset=utf-8'
 export const NDJSON_TYPE = 'application/x-ndjson'
@@ -70,7 +71,8 @@ export async function streamChunks(
 
 export function sendJsonBytes(res: ServerResponse, status: number, bytes: Buffer, contentType = JSON_TYPE): void {
   // writeHead, not setHeader: on the hot path of single-object reads each setHeader call shows in the profile.
-  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': bytes.length })
+  if (res instanceof KeelResponse) res.writeBodyHead(status, contentType, bytes.length)
+  else res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': bytes.length })
   res.end(bytes)
 }
 

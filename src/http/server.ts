@@ -14,6 +14,7 @@ import type { Metrics } from './metrics.js'
 import type { RequestLogEntry } from '../log.js'
 import { readJsonBody } from './body.js'
 import { nextRequestId } from './request-id.js'
+import { KeelResponse } from './response.js'
 import { deferContinue, isAwaitingContinue } from './continue.js'
 import { JSON_BODY_TIMEOUT, watchIdle, withinBodyTimeout } from './timeouts.js'
 import type { Router, RouteMatch } from './router.js'
@@ -85,7 +86,7 @@ function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse,
 
   const authenticated = def.access.public
     ? undefined
-    : options.authenticator.authenticate({ cookie: req.headers.cookie, authorization: req.headers.authorization })
+    : options.authenticator.authenticate({ cookie: req.headers.cookie, authorization: req.headers.authorization, connection: req.socket })
   return then(authenticated, (caller) => {
     let principal: Principal | undefined
     if (!def.access.public) {
@@ -129,19 +130,19 @@ function account(options: HttpOptions, req: IncomingMessage, res: ServerResponse
   const ms = Math.round((performance.now() - started) * 1000) / 1000
   options.metrics.observeRequest(route, req.method ?? 'GET', res.statusCode, ms / 1000)
   options.pacer.answered()
-  options.requestLog({ reqId: requestId, method: req.method, url: req.url, status: res.statusCode, ms, aborted })
+  options.requestLog({ reqId: requestId, method: req.method ?? 'GET', url: req.url, status: res.statusCode, ms, aborted })
 }
 
 export function createHttpServer(options: HttpOptions): Server {
   const { log } = options
   // Headers may be larger than Node's 16 KiB default so that an overlong target meets the router's 414 first.
   // No requestTimeout: a disk upload may rightly take hours; stalls are what the idle timeout cuts.
-  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: MAX_HEADER_SIZE })
-  const serve = (req: IncomingMessage, res: ServerResponse): void => {
+  const server = createServer({ ServerResponse: KeelResponse, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: MAX_HEADER_SIZE })
+  const serve = (req: IncomingMessage, res: KeelResponse): void => {
     const started = performance.now()
     const incoming = req.headers['x-request-id']
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : nextRequestId()
-    res.setHeader('X-Request-Id', requestId)
+    res.requestId = requestId
     const answered: Answered = { route: 'unmatched' }
     let pending: Maybe<void> = undefined
     try {
@@ -156,7 +157,7 @@ export function createHttpServer(options: HttpOptions): Server {
     else res.on('close', () => account(options, req, res, requestId, answered.route, started, !res.writableFinished))
   }
   server.on('request', serve)
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+  server.on('checkContinue', (req: IncomingMessage, res: KeelResponse) => {
     deferContinue(req, res)
     serve(req, res)
   })

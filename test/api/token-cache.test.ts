@@ -1,3 +1,4 @@
+import { Agent, get as httpGet } from 'node:http'
 import t from 'tap'
 import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
@@ -68,4 +69,44 @@ t.test('a remembered token takes every change into account on the very next requ
     server.clock.now = token.expiration
     t.equal((await server.request(`/rest/v0/users/${id}`, withToken(token))).status, 401, 'at its expiration')
   })
+})
+
+t.test('on one keep-alive connection, which remembers its token, every change applies to its next request', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  t.teardown(() => agent.destroy())
+  /** A GET on the one connection: its status, and whether the connection was the one already open. */
+  const get = (path: string, token: Token): Promise<{ status: number; reused: boolean }> =>
+    new Promise((resolve, reject) => {
+      const req = httpGet(server.url + path, { agent, headers: withToken(token).headers }, (res) => {
+        res.resume()
+        res.once('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
+      })
+      req.once('error', reject)
+    })
+
+  const { id, token } = await userWithToken(server, 'connection@example.net')
+  t.same(await get(`/rest/v0/users/${id}`, token), { status: 200, reused: false })
+  t.same(await get(`/rest/v0/users/${id}`, token), { status: 200, reused: true }, 'remembered by the connection')
+  t.same(await get(`/rest/v0/users/${id}`, { ...token, id: token.id.slice(0, -1) + (token.id.endsWith('A') ? 'B' : 'A') }), { status: 401, reused: true }, 'another token on it is checked anew')
+  t.same(await get(`/rest/v0/users/${id}`, token), { status: 200, reused: true })
+
+  server.clock.now = token.expiration
+  t.same(await get(`/rest/v0/users/${id}`, token), { status: 401, reused: true }, 'expired, to the millisecond')
+  server.clock.now = token.expiration - 1
+
+  const other = await userWithToken(server, 'connection-2@example.net')
+  t.same(await get(`/rest/v0/users/${other.id}`, other.token), { status: 200, reused: true })
+  const revoked = await server.request(`/rest/v0/users/${other.id}/authentication_tokens/${other.token.identifier}`, {
+    method: 'DELETE',
+    auth: basic('connection-2@example.net', PASSWORD),
+  })
+  t.equal(revoked.status, 204)
+  t.same(await get(`/rest/v0/users/${other.id}`, other.token), { status: 401, reused: true }, 'revoked')
+
+  const third = await userWithToken(server, 'connection-3@example.net')
+  t.same(await get(`/rest/v0/users/${third.id}`, third.token), { status: 200, reused: true })
+  t.equal((await server.request(`/rest/v0/users/${third.id}`, jsonBody({ password: 'another-one' }, 'PATCH'))).status, 204)
+  t.same(await get(`/rest/v0/users/${third.id}`, third.token), { status: 401, reused: true }, 'ended with its password')
 })
