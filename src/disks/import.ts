@@ -1,5 +1,6 @@
 import type { DiskAccess, DiskWrite, DiskWriteSession, ImportSession, NewVdi, XoRecord } from '../driver/types.js'
 import { KeelError } from '../errors.js'
+import { blockPool } from '../formats/block-pool.js'
 import { isZero } from '../formats/blocks.js'
 import { decodeRawStream } from '../formats/raw/raw-decoder.js'
 import { invalidDiskStream } from '../formats/stream-error.js'
@@ -16,10 +17,13 @@ async function* dataBlocks(blocks: AsyncIterable<DiskWrite>): AsyncGenerator<Dis
   for await (const block of blocks) if (!isZero(block.data)) yield block
 }
 
-/** Writes blocks into a session: all or nothing. */
+/** Writes blocks into a session: all or nothing. Each block, once written, goes back to the pool if it came from there. */
 async function writeAll(session: DiskWriteSession, blocks: AsyncIterable<DiskWrite>): Promise<void> {
   try {
-    for await (const block of blocks) await session.write(block)
+    for await (const block of blocks) {
+      await session.write(block)
+      blockPool.give(block.data)
+    }
   } catch (error) {
     await session.abort()
     throw error
@@ -51,7 +55,10 @@ export async function importDisk(disks: DiskAccess, vdi: XoRecord, size: number,
 /** Feeds an import session and commits it, or aborts it on any failure. */
 export async function feedImport<T extends { readonly data: Buffer }>(session: ImportSession, blocks: AsyncIterable<T>, write: (block: T) => Promise<void>): Promise<void> {
   try {
-    for await (const block of blocks) if (!isZero(block.data)) await write(block)
+    for await (const block of blocks) {
+      if (!isZero(block.data)) await write(block)
+      blockPool.give(block.data)
+    }
   } catch (error) {
     await session.abort()
     throw error

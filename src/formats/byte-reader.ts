@@ -1,3 +1,5 @@
+import { BLOCK_SIZE } from './blocks.js'
+import { blockPool } from './block-pool.js'
 import { invalidDiskStream } from './stream-error.js'
 
 /**
@@ -47,7 +49,8 @@ export class ByteReader {
       if (first.length === length) this.#pending.shift()
       else this.#pending[0] = first.subarray(length)
     } else {
-      result = Buffer.allocUnsafe(length)
+      // A whole block gathered from pieces comes from the pool: its last user may give it back.
+      result = length === BLOCK_SIZE ? blockPool.take() : Buffer.allocUnsafe(length)
       let copied = 0
       while (copied < length) {
         const chunk = this.#pending[0] as Buffer

@@ -21,7 +21,8 @@ function memory(initial: Buffer = Buffer.alloc(0)): RandomAccess & { bytes(): Bu
     async read(position, length) {
       return Buffer.from(bytes.subarray(position, position + length))
     },
-    async write(position, data) {
+    async write(position, pieces) {
+      const data = Buffer.isBuffer(pieces) ? pieces : Buffer.concat(pieces)
       if (position + data.length > bytes.length) bytes = Buffer.concat([bytes, Buffer.alloc(position + data.length - bytes.length)])
       data.copy(bytes, position)
     },

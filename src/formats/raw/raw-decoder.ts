@@ -1,4 +1,5 @@
 import { BLOCK_SIZE, isZero, type DiskBlock } from '../blocks.js'
+import { blockPool } from '../block-pool.js'
 import { ByteReader } from '../byte-reader.js'
 import { invalidDiskStream } from '../stream-error.js'
 
@@ -7,7 +8,8 @@ import { invalidDiskStream } from '../stream-error.js'
  * byte, so the writer leaves holes (notes 3: zero detection is an order of
  * magnitude cheaper than writing). The last partial block is zero padded.
  * With `size`, the input must be exactly that long; the generator returns the
- * number of bytes read.
+ * number of bytes read. A yielded block may come from the block pool: its
+ * last user may give it back.
  */
 export async function* decodeRawStream(input: AsyncIterable<Uint8Array>, size?: number): AsyncGenerator<DiskBlock, number> {
   const reader = new ByteReader(input)
@@ -20,6 +22,9 @@ export async function* decodeRawStream(input: AsyncIterable<Uint8Array>, size?: 
       if (!isZero(chunk)) {
         const data = chunk.length === BLOCK_SIZE ? chunk : Buffer.concat([chunk, Buffer.alloc(BLOCK_SIZE - chunk.length)])
         yield { index, data }
+      } else {
+        // Nobody else saw it: a block from the pool goes back at once.
+        blockPool.give(chunk)
       }
       if (chunk.length < BLOCK_SIZE) break
     }

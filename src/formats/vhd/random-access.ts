@@ -8,9 +8,20 @@ import { blockPool } from '../block-pool.js'
  */
 export interface RandomAccess {
   read(position: number, length: number): Promise<Buffer>
-  write(position: number, data: Buffer): Promise<void>
+  /** Writes `data` at `position`; several buffers are written one after the other, as one. */
+  write(position: number, data: Buffer | readonly Buffer[]): Promise<void>
   /** current file length in bytes */
   size(): Promise<number>
+}
+
+/** What is left of `pieces` once their first `written` bytes are written. */
+function after(pieces: readonly Buffer[], written: number): readonly Buffer[] {
+  let skip = written
+  let first = 0
+  while (first < pieces.length && skip >= (pieces[first] as Buffer).length) skip -= (pieces[first++] as Buffer).length
+  const rest = pieces.slice(first)
+  if (skip > 0 && rest.length > 0) rest[0] = (rest[0] as Buffer).subarray(skip)
+  return rest
 }
 
 /** RandomAccess over an open file; the caller keeps ownership of the handle. */
@@ -28,10 +39,13 @@ export function fileHandleAccess(handle: FileHandle): RandomAccess {
       return done === length ? buffer : buffer.subarray(0, done)
     },
     async write(position, data) {
-      let done = 0
-      while (done < data.length) {
-        const { bytesWritten } = await handle.write(data, done, data.length - done, position + done)
-        done += bytesWritten
+      // Several buffers go in one writev: joined first, each 2 MiB block cost a fresh buffer and a copy.
+      let pieces = Buffer.isBuffer(data) ? [data] : data
+      let at = position
+      while (pieces.length > 0) {
+        const { bytesWritten } = await handle.writev(pieces, at)
+        at += bytesWritten
+        pieces = after(pieces, bytesWritten)
       }
     },
     async size() {

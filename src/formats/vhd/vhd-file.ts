@@ -136,16 +136,16 @@ export class VhdFile {
     if (data.length !== BLOCK_SIZE || bitmap.length !== BITMAP_SIZE) throw new RangeError(`block ${index} must be ${BLOCK_SIZE} bytes with a ${BITMAP_SIZE}-byte bitmap`)
     if (this.hasBlock(index)) {
       const offset = (this.#bat[index] as number) * SECTOR_SIZE
-      await this.#io.write(offset, isFullBitmap(bitmap) ? Buffer.concat([FULL_BITMAP, data]) : Buffer.concat([bitmap, data]))
+      await this.#io.write(offset, [isFullBitmap(bitmap) ? FULL_BITMAP : bitmap, data])
       return
     }
     const offset = this.#fileSize - FOOTER_SIZE
     const used = usedLength(data)
     if (used === data.length) {
-      await this.#io.write(offset, Buffer.concat([bitmap, data, encodeFooter(this.#footer)]))
+      await this.#io.write(offset, [bitmap, data, encodeFooter(this.#footer)])
     } else {
       // Trailing zeros are skipped: the file gets a hole there, which reads as zeros and takes no space.
-      await this.#io.write(offset, used === 0 ? bitmap : Buffer.concat([bitmap, data.subarray(0, used)]))
+      await this.#io.write(offset, used === 0 ? bitmap : [bitmap, data.subarray(0, used)])
       await this.#io.write(offset + STORED_BLOCK, encodeFooter(this.#footer))
     }
     this.#fileSize = offset + STORED_BLOCK + FOOTER_SIZE
