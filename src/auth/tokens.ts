@@ -68,8 +68,8 @@ export class TokenStore {
   // token's expiration, until the token is revoked, pruned, or ended with its user's password.
   readonly #resolved = new LRUCache<string, { readonly userId: string; readonly expiration: number }>({ max: 10_000 })
   // A client sends the same token on every request of a connection: checked against the one it sent
-  // before, it skips the hash (a twentieth of a single-object read). Any change to any token moves
-  // the epoch, which sends every connection back to the lookup by hash.
+  // before, it skips the SHA-256 and the cache lookup. Any change to any token moves the epoch, which
+  // sends every connection back to the lookup by hash.
   readonly #lastByConnection = new WeakMap<object, LastToken>()
   #epoch = 0
 

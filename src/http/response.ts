@@ -5,8 +5,8 @@ const REQUEST_ID = 'X-Request-Id'
 /**
  * The server's responses. Each carries its request's id, added only as its
  * headers are written: a header set ahead (`setHeader`) sends every answer
- * through node's slower header path, which measured 2 µs of a 14 µs
- * single-object read.
+ * through node's slower header path (2 µs an answer, measured by answering
+ * a fixed body right after it with and without it).
  */
 export class KeelResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   // Declared, not initialized: a class field is defined on every response, which showed in the profile.
