@@ -15,7 +15,6 @@ import { diskRoutes } from './api/disks.js'
 import { vmStreamRoutes } from './api/vm-streams.js'
 import { backupRoutes, backupSources } from './api/backups.js'
 import { BackupService } from './backups/service.js'
-import type { Duplex } from 'node:stream'
 import { WorkerPool } from '../workers/pool.js'
 import { docsRoutes } from './api/docs.js'
 import { operationsRoutes } from './api/operations-endpoints.js'
@@ -149,7 +148,6 @@ export async function createApp(options: AppOptions): Promise<App> {
   })
   // Per-byte stream work (compression) runs here, off the event loop that answers the API.
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
-  const transform = (name: string, options?: Record<string, unknown>): Duplex => workers.transform(name, options)
   const pacer = new StreamPacer(options.config.http.streamPause)
   const backups =
     driver.disks === undefined
@@ -160,7 +158,7 @@ export async function createApp(options: AppOptions): Promise<App> {
           driver,
           disks: driver.disks,
           tasks,
-          transform,
+          workers,
           clock,
           warn: (error, message, fields) => log.warn({ err: error, ...fields }, message),
         })
@@ -226,7 +224,7 @@ export async function createApp(options: AppOptions): Promise<App> {
             srs: sourceNamed('srs'),
             vms: sourceNamed('vms'),
             tasks,
-            transform,
+            workers,
             pacer,
           }),
           ...(backups === undefined ? [] : backupRoutes({ backups, sources: new Map(sources.map((source) => [source.name, source])), driver, tasks, cache })),

@@ -1,4 +1,21 @@
 import type { ErrorCode } from '../src/error-codes.js'
+import type { Compression } from '../src/formats/compression.js'
+import type { XvaDescription } from '../src/formats/xva/description.js'
+
+/** Opens an XVA encoding (workers/xva-job.ts); its blocks and output then go through shared slots. */
+export interface XvaOpen {
+  readonly type: 'xva-open'
+  readonly id: number
+  readonly description: XvaDescription
+  readonly disks: ReadonlyArray<{ readonly size: number; readonly allocated: readonly number[] }>
+  readonly compression: Compression
+  /** the archive's timestamps, ms since the epoch */
+  readonly now: number
+  /** slots the main thread fills with blocks */
+  readonly input: SharedArrayBuffer
+  /** slots the worker fills with the archive */
+  readonly output: SharedArrayBuffer
+}
 
 /** The protocol between workers/pool.ts (main thread) and workers/pipeline-worker.ts. */
 export type ToWorker =
@@ -8,6 +25,11 @@ export type ToWorker =
   /** the main side consumed this many output bytes */
   | { readonly type: 'ack'; readonly id: number; readonly bytes: number }
   | { readonly type: 'abort'; readonly id: number }
+  | XvaOpen
+  /** block `index` of disk `disk` is in input slot `slot` */
+  | { readonly type: 'xva-block'; readonly id: number; readonly disk: number; readonly index: number; readonly slot: number }
+  /** the main thread has sent what output slot `slot` held */
+  | { readonly type: 'xva-output-free'; readonly id: number; readonly slot: number }
 
 export interface SerializedError {
   readonly message: string
@@ -21,6 +43,10 @@ export type FromWorker =
   | { readonly type: 'data'; readonly id: number; readonly chunk: Uint8Array }
   | { readonly type: 'end'; readonly id: number }
   | { readonly type: 'error'; readonly id: number; readonly error: SerializedError }
+  /** the worker is done with input slot `slot` */
+  | { readonly type: 'xva-input-free'; readonly id: number; readonly slot: number }
+  /** the archive's next `length` bytes are in output slot `slot` */
+  | { readonly type: 'xva-output'; readonly id: number; readonly slot: number; readonly length: number }
 
 /** Below this size a copy costs less than it risks: small buffers are often shared constants or pool slices. */
 const TRANSFER_THRESHOLD = 64 * 1024

@@ -3,6 +3,7 @@ import type { Transform } from 'node:stream'
 import { KeelError } from '../src/errors.js'
 import { forTransfer, type FromWorker, type SerializedError, type ToWorker } from './messages.js'
 import { pipelines } from './pipelines.js'
+import { XvaJob } from './xva-job.js'
 
 interface Running {
   readonly transform: Promise<Transform>
@@ -14,6 +15,7 @@ const port = parentPort
 if (port === null) throw new Error('pipeline-worker must run as a worker thread')
 const windowBytes = (workerData as { windowBytes: number }).windowBytes
 const streams = new Map<number, Running>()
+const xvaJobs = new Map<number, XvaJob>()
 
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []): void => port.postMessage(message, transfer)
 
@@ -49,7 +51,46 @@ async function start(id: number, name: string, options: Record<string, unknown>)
   return transform
 }
 
+function startXva(open: Extract<ToWorker, { type: 'xva-open' }>): void {
+  const { id } = open
+  const job = new XvaJob(open, post)
+  xvaJobs.set(id, job)
+  job.run().then(
+    () => {
+      if (xvaJobs.delete(id)) post({ type: 'end', id })
+    },
+    (error: unknown) => {
+      if (xvaJobs.delete(id)) post({ type: 'error', id, error: serialize(error) })
+    },
+  )
+}
+
+/** Messages of XVA jobs; false for the others. */
+function xvaMessage(message: ToWorker): boolean {
+  switch (message.type) {
+    case 'xva-open':
+      startXva(message)
+      return true
+    case 'xva-block':
+      xvaJobs.get(message.id)?.block(message.disk, message.index, message.slot)
+      return true
+    case 'xva-output-free':
+      xvaJobs.get(message.id)?.outputFree(message.slot)
+      return true
+    case 'abort': {
+      const job = xvaJobs.get(message.id)
+      if (job === undefined) return false
+      xvaJobs.delete(message.id)
+      job.abort()
+      return true
+    }
+    default:
+      return false
+  }
+}
+
 port.on('message', (message: ToWorker) => {
+  if (xvaMessage(message)) return
   const { id } = message
   if (message.type === 'open') {
     const running: Running = { transform: start(id, message.name, message.options), unacked: 0 }

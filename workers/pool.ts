@@ -1,7 +1,12 @@
 import { Duplex } from 'node:stream'
 import { Worker } from 'node:worker_threads'
 import { KeelError } from '../src/errors.js'
+import type { DiskBlock, DiskContent } from '../src/formats/blocks.js'
+import type { Compression } from '../src/formats/compression.js'
+import { giveBack, lend } from '../src/formats/lending.js'
+import type { XvaDescription } from '../src/formats/xva/description.js'
 import { forTransfer, type FromWorker, type SerializedError, type ToWorker } from './messages.js'
+import { INPUT_SLOT_SIZE, OUTPUT_SLOT_SIZE, slotView, Slots } from './slots.js'
 
 export interface WorkerPoolOptions {
   /** worker threads at most (default 2: the machines we run on have 2 cores) */
@@ -14,10 +19,34 @@ export interface WorkerPoolOptions {
   readonly windowBytes?: number
 }
 
+/** What runs in a worker for the main thread: a pipeline or an XVA encoding. */
+interface Job {
+  receive(message: FromWorker): void
+  destroy(error: Error): void
+}
+
 interface Slot {
   readonly worker: Worker
-  readonly streams: Map<number, PipelineStream>
+  readonly streams: Map<number, Job>
 }
+
+type Post = (message: ToWorker, transfer?: ArrayBuffer[]) => void
+
+/**
+ * Blocks read ahead of the encoder, and archive bytes waiting for the socket,
+ * per XVA export, 16 MiB in all (workers/slots.ts).
+ */
+const XVA_INPUT_SLOTS = 4
+const XVA_OUTPUT_SLOTS = 8
+
+/** The shared memory of one XVA export, used again by the next one (see XvaStream). */
+interface XvaMemory {
+  readonly input: SharedArrayBuffer
+  readonly output: SharedArrayBuffer
+}
+
+/** How many idle XvaMemory the pool keeps: one per worker covers the usual one or two exports at a time. */
+const IDLE_XVA_MEMORY = 2
 
 function revive(error: SerializedError): Error {
   return error.code === undefined ? new Error(error.message) : new KeelError(error.code, error.message, error.data)
@@ -30,7 +59,7 @@ function revive(error: SerializedError): Error {
  * (at least 64 KiB): the writer must not reuse them.
  */
 class PipelineStream extends Duplex {
-  readonly #post: (message: ToWorker, transfer?: ArrayBuffer[]) => void
+  readonly #post: Post
   readonly #window: number
   readonly #release: () => void
   #inFlight = 0
@@ -38,7 +67,7 @@ class PipelineStream extends Duplex {
   #unackedBytes = 0
   #finished = false
 
-  constructor(readonly id: number, post: (message: ToWorker, transfer?: ArrayBuffer[]) => void, window: number, release: () => void) {
+  constructor(readonly id: number, post: Post, window: number, release: () => void) {
     super()
     this.#post = post
     this.#window = window
@@ -106,6 +135,118 @@ class PipelineStream extends Duplex {
 }
 
 /**
+ * The main-thread end of one XVA encoding (workers/xva-job.ts): blocks are
+ * copied into shared input slots for the worker, and the archive comes back
+ * in shared output slots, each yielded as a view lent until given back.
+ */
+class XvaStream implements Job {
+  readonly memory: XvaMemory
+  readonly input: Slots
+  readonly #ready: Buffer[] = []
+  readonly #post: Post
+  readonly #release: () => void
+  readonly #recycle: (memory: XvaMemory) => void
+  #wake: (() => void) | undefined
+  #ended = false
+  #failure: Error | undefined
+  #settled = false
+  /** output views yielded and not given back yet */
+  #lent = 0
+
+  /**
+   * `recycle` gets the memory back once no thread can touch it any more: the
+   * worker ended the archive and every output view was given back. Memory
+   * that is not recycled (a stream stopped early) is left to the collector, so
+   * a worker still finishing a write can never reach the next export's bytes.
+   * Allocating it per export was measured to pile up dead 16 MiB buffers in RSS:
+   * with the blocks recycled too, nothing else starts a collection.
+   */
+  constructor(readonly id: number, memory: XvaMemory, post: Post, release: () => void, recycle: (memory: XvaMemory) => void) {
+    this.memory = memory
+    this.input = new Slots(memory.input, INPUT_SLOT_SIZE)
+    this.#post = post
+    this.#release = release
+    this.#recycle = recycle
+  }
+
+  receive(message: FromWorker): void {
+    switch (message.type) {
+      case 'xva-input-free':
+        this.input.free(message.slot)
+        return
+      case 'xva-output': {
+        const { slot } = message
+        this.#lent++
+        this.#ready.push(lend(slotView(this.memory.output, OUTPUT_SLOT_SIZE, slot, message.length), () => this.#outputSent(slot)))
+        break
+      }
+      case 'end':
+        this.#ended = true
+        this.#settle()
+        this.#recycleWhenIdle()
+        break
+      case 'error':
+        this.destroy(revive(message.error))
+        return
+      default:
+        return
+    }
+    this.#wake?.()
+  }
+
+  destroy(error: Error): void {
+    this.#failure ??= error
+    this.#settle()
+    this.#wake?.()
+  }
+
+  /** Stops the worker's side if it still runs; called however the reading ends. */
+  stop(): void {
+    if (!this.#settled) this.#post({ type: 'abort', id: this.id })
+    this.#failure ??= new Error('XVA export stopped')
+    this.#settle()
+  }
+
+  get stopped(): boolean {
+    return this.#settled
+  }
+
+  async feed(disk: number, block: DiskBlock): Promise<void> {
+    const slot = await this.input.take()
+    this.input.view(slot).set(block.data)
+    giveBack(block.data)
+    this.#post({ type: 'xva-block', id: this.id, disk, index: block.index, slot })
+  }
+
+  async *chunks(): AsyncGenerator<Buffer> {
+    for (;;) {
+      const chunk = this.#ready.shift()
+      if (chunk !== undefined) yield chunk
+      else if (this.#failure !== undefined) throw this.#failure
+      else if (this.#ended) return
+      else await new Promise<void>((resolve) => (this.#wake = resolve))
+    }
+  }
+
+  #outputSent(slot: number): void {
+    this.#lent--
+    if (this.#settled) this.#recycleWhenIdle()
+    else this.#post({ type: 'xva-output-free', id: this.id, slot })
+  }
+
+  #recycleWhenIdle(): void {
+    if (this.#ended && this.#lent === 0) this.#recycle(this.memory)
+  }
+
+  #settle(): void {
+    if (this.#settled) return
+    this.#settled = true
+    this.input.close(this.#failure ?? new Error('XVA export ended'))
+    this.#release()
+  }
+}
+
+/**
  * One pool of worker threads for per-byte work (zstd, gzip, checksums), so it
  * never blocks the event loop. A pipeline is a name from workers/pipelines.ts
  * and its options; streams spread over the least busy worker. Idle workers do
@@ -115,6 +256,7 @@ export class WorkerPool {
   readonly #size: number
   readonly #window: number
   readonly #slots: Slot[] = []
+  readonly #idleXvaMemory: XvaMemory[] = []
   #nextId = 1
 
   constructor({ size = 2, windowBytes = 8 * 1024 * 1024 }: WorkerPoolOptions = {}) {
@@ -148,17 +290,57 @@ export class WorkerPool {
 
   /** A Duplex running pipeline `name` in a worker: write input, read output. */
   transform(name: string, options: Record<string, unknown> = {}): Duplex {
-    const slot = this.#pick()
-    const id = this.#nextId++
-    const post = (message: ToWorker, transfer: ArrayBuffer[] = []): void => slot.worker.postMessage(message, transfer)
-    const stream = new PipelineStream(id, post, this.#window, () => {
-      slot.streams.delete(id)
-      if (slot.streams.size === 0) slot.worker.unref()
-    })
+    const { id, post, release, slot } = this.#place()
+    const stream = new PipelineStream(id, post, this.#window, release)
     slot.streams.set(id, stream)
-    slot.worker.ref()
     post({ type: 'open', id, name, options })
     return stream
+  }
+
+  /**
+   * An XVA of `contents` (see formats/xva/xva-writer.ts), compressed as asked:
+   * the blocks are read here and everything per byte runs in a worker. Each
+   * chunk yielded is lent: give it back (formats/lending.ts) once it is sent.
+   */
+  async *encodeXva(description: XvaDescription, contents: readonly DiskContent[], compression: Compression, now = new Date()): AsyncGenerator<Buffer> {
+    const { id, post, release, slot } = this.#place()
+    const memory = this.#idleXvaMemory.pop() ?? { input: new SharedArrayBuffer(XVA_INPUT_SLOTS * INPUT_SLOT_SIZE), output: new SharedArrayBuffer(XVA_OUTPUT_SLOTS * OUTPUT_SLOT_SIZE) }
+    const recycle = (done: XvaMemory): void => {
+      if (this.#idleXvaMemory.length < IDLE_XVA_MEMORY) this.#idleXvaMemory.push(done)
+    }
+    const stream = new XvaStream(id, memory, post, release, recycle)
+    slot.streams.set(id, stream)
+    const disks = contents.map(({ size, allocated }) => ({ size, allocated }))
+    post({ type: 'xva-open', id, description, disks, compression, now: now.getTime(), input: memory.input, output: memory.output })
+    const feeding = (async () => {
+      for (const [disk, content] of contents.entries()) {
+        for await (const block of content.blocks) {
+          if (stream.stopped) {
+            giveBack(block.data)
+            return
+          }
+          await stream.feed(disk, block)
+        }
+      }
+    })().catch((error: unknown) => stream.destroy(error instanceof Error ? error : new Error(String(error))))
+    try {
+      yield* stream.chunks()
+    } finally {
+      stream.stop()
+      await feeding
+    }
+  }
+
+  #place(): { id: number; post: Post; release: () => void; slot: Slot } {
+    const slot = this.#pick()
+    const id = this.#nextId++
+    const post: Post = (message, transfer = []) => slot.worker.postMessage(message, transfer)
+    const release = (): void => {
+      slot.streams.delete(id)
+      if (slot.streams.size === 0) slot.worker.unref()
+    }
+    slot.worker.ref()
+    return { id, post, release, slot }
   }
 
   async close(): Promise<void> {

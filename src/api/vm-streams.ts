@@ -3,7 +3,7 @@ import type { DiskAccess, Driver, XoRecord } from '../driver/types.js'
 import { immediate } from './changes.js'
 import { invalidParameters, noSuchObject } from '../errors.js'
 import { transferTask } from '../disks/transfer.js'
-import { compressionOf, describeVm, exportXva, importXva, type TransformFactory } from '../disks/xva.js'
+import { compressionOf, describeVm, exportXva, importXva, type StreamWorkers } from '../disks/xva.js'
 import { sendJson } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schemas.js'
@@ -24,7 +24,7 @@ export interface VmStreamDeps {
   readonly srs: CollectionSource
   readonly vms: CollectionSource
   readonly tasks: TaskManager
-  readonly transform: TransformFactory
+  readonly workers: StreamWorkers
   readonly pacer: StreamPacer
 }
 
@@ -76,7 +76,7 @@ export function vmStreamRoutes(deps: VmStreamDeps): RouteDef[] {
           (meter) =>
             streamVm(vm, principal.id, async (exported) => {
               const { description, vdis } = describeVm(exported, (id) => deps.driver.getObject(id))
-              const bytes = exportXva(deps.disks, description, vdis, compression, deps.transform, concurrency)
+              const bytes = exportXva(deps.disks, description, vdis, compression, deps.workers, concurrency)
               const headers = { 'Content-Disposition': `attachment; filename=${vm.id}.xva` }
               await sendStream(res, { status: 200, contentType: 'application/octet-stream', headers }, meter.count(bytes), deps.pacer)
             }),
@@ -107,7 +107,7 @@ export function vmStreamRoutes(deps: VmStreamDeps): RouteDef[] {
           deps.tasks,
           { name: 'REST API: import VM (xva)', objectId: pool.id, objectType: 'pool', userId: principal.id, type: 'xo:rest-api:import' },
           declaredLength(req),
-          (meter) => importXva(deps.disks, sr, meter.count(uploadOf(req)), principal.id, deps.transform),
+          (meter) => importXva(deps.disks, sr, meter.count(uploadOf(req)), principal.id, deps.workers),
         ),
       )
       sendJson(res, 201, { id }, { Location: `${BASE}/${deps.vms.name}/${id}` })

@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { invalidParameters, KeelError } from '../errors.js'
+import { giveBack } from '../formats/lending.js'
 import { VhdChain } from '../formats/vhd/chain.js'
 import { invalidDiskStream } from '../formats/stream-error.js'
 import { closeAll, listFolder, mergeIntoChild, openVhdFile, syncFolder, type OpenedVhd } from '../formats/vhd/vhd-folder.js'
@@ -244,17 +245,19 @@ export class LocalRepository {
       try {
         const md5 = createHash('md5')
         let size = 0
-        await pipeline(
-          xva,
-          async function* (source: AsyncIterable<Buffer>) {
-            for await (const chunk of source) {
-              md5.update(chunk)
-              size += chunk.length
-              yield chunk
-            }
-          },
-          createWriteStream(temporary, { flags: 'wx', flush: true }),
-        )
+        const file = await open(temporary, 'wx')
+        try {
+          // Written chunk by chunk, each given back once on disk: the archive's chunks are lent.
+          for await (const chunk of xva) {
+            md5.update(chunk)
+            size += chunk.length
+            for (let offset = 0; offset < chunk.length; ) offset += (await file.write(chunk, offset)).bytesWritten
+            giveBack(chunk)
+          }
+          await file.sync()
+        } finally {
+          await file.close()
+        }
         await checkXva(temporary, size)
         await rename(temporary, data)
         placed = true

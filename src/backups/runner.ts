@@ -1,7 +1,7 @@
 import type { DiskAccess, Driver, OperationContext, XoRecord } from '../driver/types.js'
 import { aborted, incorrectState, invalidParameters, isKeelError } from '../errors.js'
 import { exportVhd, exportVhdDelta } from '../disks/export.js'
-import { describeVm, exportXva, type TransformFactory } from '../disks/xva.js'
+import { describeVm, exportXva, type StreamWorkers } from '../disks/xva.js'
 import type { BackupJob, BackupLog, BackupRepository, LogStatus, LogTask } from '../model/backups.js'
 import type { TaskContext, TaskManager } from '../tasks/manager.js'
 import { serializeError } from '../tasks/record.js'
@@ -18,7 +18,7 @@ export interface RunnerDeps {
   readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject' | 'objectsOfType'>
   readonly disks: DiskAccess
   readonly tasks: TaskManager
-  readonly transform: TransformFactory
+  readonly workers: StreamWorkers
   /** the repository a record names, ready to write, or the reason it is not */
   readonly open: (repository: BackupRepository) => Promise<LocalRepository>
   readonly clock: () => number
@@ -307,7 +307,7 @@ export class BackupRunner {
       size: 0,
       tags: [],
     }
-    await log.step(node, 'transfer', undefined, () => repository.writeFull(metadata, exportXva(disks, description, vdis, compression, this.#deps.transform)))
+    await log.step(node, 'transfer', undefined, () => repository.writeFull(metadata, exportXva(disks, description, vdis, compression, this.#deps.workers)))
     await this.#retain(job, scheduleId, vm, repository)
   }
 

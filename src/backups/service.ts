@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { Cron } from 'croner'
 import type { Created, DiskAccess, Driver, XoRecord } from '../driver/types.js'
 import { incorrectState, invalidParameters, KeelError, noSuchObject } from '../errors.js'
-import { importXva, type TransformFactory } from '../disks/xva.js'
+import { importXva, type StreamWorkers } from '../disks/xva.js'
 import type { EventBus } from '../events/bus.js'
 import type { BackupArchive, BackupJob, BackupRepository, RestoreLog, Schedule } from '../model/backups.js'
 import type { TaskManager } from '../tasks/manager.js'
@@ -23,7 +23,7 @@ export interface BackupServiceDeps {
   readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject' | 'objectsOfType' | 'update'>
   readonly disks: DiskAccess
   readonly tasks: TaskManager
-  readonly transform: TransformFactory
+  readonly workers: StreamWorkers
   readonly clock: () => number
   /** something went wrong in the background (a schedule that did not start, a repository that could not be cleaned) */
   readonly warn: (error: unknown, message: string, fields: Record<string, unknown>) => void
@@ -69,7 +69,7 @@ export class BackupService {
       driver: deps.driver,
       disks: deps.disks,
       tasks: deps.tasks,
-      transform: deps.transform,
+      workers: deps.workers,
       clock: deps.clock,
       open: (repository) => this.#open(repository),
       warn: deps.warn,
@@ -287,7 +287,7 @@ export class BackupService {
       const { repository, metadataPath, metadata } = await this.#archive(archive)
       let id: string
       if (metadata.mode === 'full') {
-        id = await importXva(this.#deps.disks, sr, repository.openXva(metadataPath, metadata), userId, this.#deps.transform)
+        id = await importXva(this.#deps.disks, sr, repository.openXva(metadataPath, metadata), userId, this.#deps.workers)
       } else {
         const { description, vdiRefs } = fromXapiRecords(metadata)
         const session = await this.#deps.disks.importVm(sr, description, userId)

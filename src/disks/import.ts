@@ -1,6 +1,6 @@
 import type { DiskAccess, DiskWrite, DiskWriteSession, ImportSession, NewVdi, XoRecord } from '../driver/types.js'
 import { KeelError } from '../errors.js'
-import { blockPool } from '../formats/block-pool.js'
+import { giveBack } from '../formats/lending.js'
 import { isZero } from '../formats/blocks.js'
 import { decodeRawStream } from '../formats/raw/raw-decoder.js'
 import { invalidDiskStream } from '../formats/stream-error.js'
@@ -22,7 +22,7 @@ async function writeAll(session: DiskWriteSession, blocks: AsyncIterable<DiskWri
   try {
     for await (const block of blocks) {
       await session.write(block)
-      blockPool.give(block.data)
+      giveBack(block.data)
     }
   } catch (error) {
     await session.abort()
@@ -57,7 +57,7 @@ export async function feedImport<T extends { readonly data: Buffer }>(session: I
   try {
     for await (const block of blocks) {
       if (!isZero(block.data)) await write(block)
-      blockPool.give(block.data)
+      giveBack(block.data)
     }
   } catch (error) {
     await session.abort()

@@ -5,11 +5,15 @@ import type { DiskContent } from '../formats/blocks.js'
 import { detectCompression, isOva, ovaNotSupported, peek, type Compression } from '../formats/compression.js'
 import type { XvaDescription, XvaDisk, XvaVif } from '../formats/xva/description.js'
 import { openXvaStream } from '../formats/xva/xva-reader.js'
-import { encodeXva } from '../formats/xva/xva-writer.js'
 import { feedImport } from './import.js'
 
-/** Runs a named per-byte pipeline (workers/pipelines.ts) off the main thread. */
-export type TransformFactory = (name: string, options?: Record<string, unknown>) => Duplex
+/** The per-byte stream work Keel runs off the main thread (workers/pool.ts). */
+export interface StreamWorkers {
+  /** a named pipeline (workers/pipelines.ts) */
+  transform(name: string, options?: Record<string, unknown>): Duplex
+  /** an XVA of `contents`, compressed as asked; each chunk is lent (formats/lending.ts) */
+  encodeXva(description: XvaDescription, contents: readonly DiskContent[], compression: Compression): AsyncIterable<Buffer>
+}
 
 type Lookup = (id: string) => XoRecord | undefined
 
@@ -84,22 +88,23 @@ export function compressionOf(value: string | undefined): Compression {
 }
 
 /** `source` through a worker transform; a failure on either side ends the result with that error. */
-function through(transform: TransformFactory, name: string, source: AsyncIterable<Buffer>, options?: Record<string, unknown>): AsyncIterable<Buffer> {
-  return pipeline(Readable.from(source, { objectMode: false }), transform(name, options), () => {}) as AsyncIterable<Buffer>
+function through(workers: StreamWorkers, name: string, source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+  return pipeline(Readable.from(source, { objectMode: false }), workers.transform(name), () => {}) as AsyncIterable<Buffer>
 }
 
-/** A VM's XVA: ova.xml, then every disk's chunks, compressed in a worker when asked. */
-export function exportXva(disks: DiskAccess, description: XvaDescription, vdis: readonly XoRecord[], compression: Compression, transform: TransformFactory, concurrency = 1): AsyncIterable<Buffer> {
-  async function* archive(): AsyncGenerator<Buffer> {
-    const contents: DiskContent[] = []
-    for (const vdi of vdis) {
-      const allocated = await disks.allocation(vdi)
-      // Lazy: a disk's reads start (and hold its SR) only when the encoder reaches it.
-      contents.push({ size: num(vdi.size), allocated, blocks: disks.readBlocks(vdi, allocated, { concurrency }) })
-    }
-    yield* encodeXva(description, contents)
+/**
+ * A VM's XVA: ova.xml, then every disk's chunks, compressed when asked, all
+ * encoded in a worker. Each chunk is lent (formats/lending.ts): its consumer
+ * gives it back once it no longer reads it.
+ */
+export async function* exportXva(disks: DiskAccess, description: XvaDescription, vdis: readonly XoRecord[], compression: Compression, workers: StreamWorkers, concurrency = 1): AsyncGenerator<Buffer> {
+  const contents: DiskContent[] = []
+  for (const vdi of vdis) {
+    const allocated = await disks.allocation(vdi)
+    // Lazy: a disk's reads start (and hold its SR) only when the encoding reaches it.
+    contents.push({ size: num(vdi.size), allocated, blocks: disks.readBlocks(vdi, allocated, { concurrency }) })
   }
-  return compression === 'none' ? archive() : through(transform, `${compression}-compress`, archive())
+  yield* workers.encodeXva(description, contents, compression)
 }
 
 /**
@@ -107,11 +112,11 @@ export function exportXva(disks: DiskAccess, description: XvaDescription, vdis: 
  * first bytes, decompressed in a worker). Every chunk's checksum is verified
  * and nothing shows until the whole archive is in. Returns the new VM's id.
  */
-export async function importXva(disks: DiskAccess, sr: XoRecord, input: AsyncIterable<Uint8Array>, userId: string, transform: TransformFactory): Promise<string> {
+export async function importXva(disks: DiskAccess, sr: XoRecord, input: AsyncIterable<Uint8Array>, userId: string, workers: StreamWorkers): Promise<string> {
   const { head, stream } = await peek(input, 512)
   const compression = detectCompression(head)
   if (compression === 'none' && isOva(head)) throw ovaNotSupported()
-  const plain = compression === 'none' ? stream : through(transform, `${compression}-decompress`, stream)
+  const plain = compression === 'none' ? stream : through(workers, `${compression}-decompress`, stream)
   const reader = await openXvaStream(plain)
   const session = await disks.importVm(sr, reader.description, userId)
   await feedImport(session, reader.blocks, (block) => session.write(block.disk, block))

@@ -1,4 +1,5 @@
 import { BLOCK_SIZE } from './blocks.js'
+import { lend } from './lending.js'
 
 /**
  * Block-sized buffers handed out and taken back, so a stream moving gigabytes
@@ -7,14 +8,12 @@ import { BLOCK_SIZE } from './blocks.js'
  * external memory, V8 ran a full mark-compact every ~40 ms, the main thread
  * spent a third of its time there, and dead buffers piled up in RSS.
  *
- * Only the buffer objects this pool handed out come back, each once: a view
- * into one (a range, a chunk) or a shared constant is never taken in. Whoever
- * gives a buffer back must be its last user; one never given back is simply
- * collected.
+ * Blocks are lent (formats/lending.ts): only the buffer objects this pool
+ * handed out come back, each once, through `giveBack`; a view into one (a
+ * range, a chunk) is never taken in. One never given back is simply collected.
  */
 export class BlockPool {
   readonly #free: Buffer[] = []
-  readonly #lent = new WeakSet<Buffer>()
   readonly #keep: number
 
   /** `keep`: how many idle buffers are held at most */
@@ -25,14 +24,10 @@ export class BlockPool {
   take(): Buffer {
     // allocUnsafeSlow: a buffer of its own, never a slice of node's shared pool.
     const buffer = this.#free.pop() ?? Buffer.allocUnsafeSlow(BLOCK_SIZE)
-    this.#lent.add(buffer)
-    return buffer
+    return lend(buffer, () => this.#restore(buffer))
   }
 
-  /** Takes a buffer back if it is one this pool lent and has not had back since. */
-  give(buffer: Buffer): void {
-    if (!this.#lent.has(buffer)) return
-    this.#lent.delete(buffer)
+  #restore(buffer: Buffer): void {
     // A buffer moved to another thread is detached: nothing to keep.
     if (buffer.length === BLOCK_SIZE && this.#free.length < this.#keep) this.#free.push(buffer)
   }

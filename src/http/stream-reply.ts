@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import { finished } from 'node:stream/promises'
 import { aborted } from '../errors.js'
-import { blockPool } from '../formats/block-pool.js'
+import { giveBack } from '../formats/lending.js'
 import { drained } from './reply.js'
 import type { StreamPacer } from './stream-pacer.js'
 
@@ -25,7 +25,7 @@ const prematureClose = (): Error => aborted('the client closed the connection be
  * (see StreamPacer).
  *
  * Written chunk by chunk rather than piped: once the socket has taken a chunk
- * (its write callback), a block buffer from the pool goes back to it, since
+ * (its write callback), a lent buffer (a pool block, a worker's output slot) goes back, since
  * the response is the last user of what it sends.
  */
 export async function sendStream(res: ServerResponse, reply: StreamReply, body: AsyncIterable<Buffer>, pacer: StreamPacer): Promise<void> {
@@ -40,9 +40,8 @@ export async function sendStream(res: ServerResponse, reply: StreamReply, body: 
     while (next.done !== true) {
       if (res.destroyed) throw prematureClose()
       const chunk = next.value
-      const room = res.write(chunk, (error) => {
-        if (error === undefined || error === null) blockPool.give(chunk)
-      })
+      // Given back on an error too: the socket has dropped the chunk, and an owner waiting for it (a worker's output slot) must not stall.
+      const room = res.write(chunk, () => giveBack(chunk))
       if (!room) await drained(res)
       await yieldToApi()
       next = await iterator.next()

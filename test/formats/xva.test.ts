@@ -286,3 +286,36 @@ t.test("an independent Python importer following XAPI's rules reads the XVA", as
     disks.map((disk) => createHash('sha1').update(rawOf(disk)).digest('hex')),
   )
 })
+
+t.test('release: each block once, only when no piece cut from it is in hand or still to come', async (t) => {
+  const content = disks.map((d) => ({
+    size: d.size,
+    allocated: d.allocated,
+    // Each block in a buffer of its own, so a piece tells its block by its ArrayBuffer.
+    blocks: (async function* () {
+      for await (const block of d.blocks()) yield { index: block.index, data: Buffer.from(block.data) }
+    })(),
+  }))
+  const released = new Set<ArrayBufferLike>()
+  let inHand: Buffer | undefined
+  let early = 0
+  const pieces = encodeXva(desc, content, {
+    release: (data) => {
+      t.notOk(released.has(data.buffer), 'released once')
+      released.add(data.buffer)
+      if (inHand?.buffer === data.buffer) early++
+    },
+  })
+  let late = 0
+  const parts: Buffer[] = []
+  for await (const piece of pieces) {
+    if (released.has(piece.buffer)) late++
+    inHand = piece
+    parts.push(Buffer.from(piece))
+    await new Promise((resolve) => setImmediate(resolve))
+    inHand = undefined
+  }
+  t.equal(early + late, 0, 'no block released while a piece of it was in hand or still to come')
+  t.equal(released.size, disks.reduce((sum, d) => sum + d.allocated.length, 0), 'every allocated block released')
+  t.ok(Buffer.concat(parts).equals(await collect(encodeXva(desc, contents()))), 'the archive is the same')
+})

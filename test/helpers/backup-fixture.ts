@@ -70,7 +70,7 @@ export async function writeFixtureRepository(root: string): Promise<void> {
 
   const fullDescription = description(FIXTURE.snapshots[0])
   const allocated = [...FIXTURE.blocks[0].keys()]
-  const xva = encodeXva(fullDescription, [{ size: FIXTURE.size, allocated, blocks: blocksOf(0) }], new Date(fullTime))
+  const xva = encodeXva(fullDescription, [{ size: FIXTURE.size, allocated, blocks: blocksOf(0) }], { now: new Date(fullTime) })
   await repository.writeFull(
     { ...common, mode: 'full', timestamp: fullTime, vm: vmRecord(fullDescription), vmSnapshot: vmRecord(fullDescription), xva: `./${formatBackupTimestamp(fullTime)}.xva` },
     Readable.from(xva).pipe(createGzip()),

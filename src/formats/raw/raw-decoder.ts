@@ -1,5 +1,5 @@
 import { BLOCK_SIZE, isZero, type DiskBlock } from '../blocks.js'
-import { blockPool } from '../block-pool.js'
+import { giveBack } from '../lending.js'
 import { ByteReader } from '../byte-reader.js'
 import { invalidDiskStream } from '../stream-error.js'
 
@@ -24,7 +24,7 @@ export async function* decodeRawStream(input: AsyncIterable<Uint8Array>, size?: 
         yield { index, data }
       } else {
         // Nobody else saw it: a block from the pool goes back at once.
-        blockPool.give(chunk)
+        giveBack(chunk)
       }
       if (chunk.length < BLOCK_SIZE) break
     }

@@ -9,6 +9,19 @@ const CHUNKS_PER_BLOCK = BLOCK_SIZE / CHUNK_SIZE
 
 export const chunkName = (ref: string, index: number): string => `${ref}/${String(index).padStart(8, '0')}`
 
+export interface EncodeXvaOptions {
+  /** the archive's timestamps (default: now) */
+  readonly now?: Date
+  /**
+   * Called once with each block's data when no byte of it will be read again:
+   * after the consumer asked for the piece following the block's last one, or
+   * at once for a block none of whose chunks is sent. Only for a consumer done
+   * with each piece when it asks for the next (one that copies or compresses
+   * it); a socket or a file stream still holding pieces must not set it.
+   */
+  readonly release?: (data: Buffer) => void
+}
+
 /**
  * Writes an XVA (notes 2.2–2.6): ova.xml first, then each disk in ref order,
  * its 1 MiB chunks each followed by a `.xxhash`; all-zero chunks are left out
@@ -17,13 +30,24 @@ export const chunkName = (ref: string, index: number): string => `${ref}/${Strin
  * match `description.disks` one for one and their sizes must agree.
  * Backpressure: the next member is produced only once tar-stream took the last one.
  */
-export async function* encodeXva(description: XvaDescription, contents: readonly DiskContent[], now = new Date()): AsyncGenerator<Buffer> {
+export async function* encodeXva(description: XvaDescription, contents: readonly DiskContent[], { now = new Date(), release }: EncodeXvaOptions = {}): AsyncGenerator<Buffer> {
   if (contents.length !== description.disks.length) throw new RangeError(`${description.disks.length} disks described, ${contents.length} given`)
   description.disks.forEach((disk, i) => {
     if (contents[i]?.size !== disk.virtual_size) throw new RangeError(`disk ${i} is ${contents[i]?.size} bytes, described as ${disk.virtual_size}`)
   })
   const { xml, diskRefs } = buildOvaXml(description, now)
   const pack = tar.pack()
+  // For `release`: the block each sent chunk was cut from, and per block the chunks not consumed yet.
+  const sourceOf = new Map<Buffer, Buffer>()
+  const unconsumed = new Map<Buffer, number>()
+  const consumed = (data: Buffer): void => {
+    const left = (unconsumed.get(data) ?? 0) - 1
+    if (left > 0) unconsumed.set(data, left)
+    else {
+      unconsumed.delete(data)
+      release?.(data)
+    }
+  }
   const mtime = now
   const add = (name: string, data: Buffer): Promise<void> =>
     new Promise((resolve, reject) => pack.entry({ name, size: data.length, mtime, mode: 0o644 }, data, (error) => (error ? reject(error) : resolve())))
@@ -37,6 +61,8 @@ export async function* encodeXva(description: XvaDescription, contents: readonly
         const chunks = Math.ceil(content.size / CHUNK_SIZE)
         for (let block = 0; block * CHUNKS_PER_BLOCK < chunks; block++) {
           const data = allocated.has(block) ? await blocks.take(block) : zeros()
+          // One count for the producer itself, dropped once it is done with the block.
+          if (release !== undefined && allocated.has(block)) unconsumed.set(data, 1)
           for (let part = 0; part < CHUNKS_PER_BLOCK; part++) {
             const index = block * CHUNKS_PER_BLOCK + part
             if (index >= chunks) break
@@ -44,9 +70,15 @@ export async function* encodeXva(description: XvaDescription, contents: readonly
             const chunk = data.subarray(part * CHUNK_SIZE, part * CHUNK_SIZE + length)
             if (index !== 0 && index !== chunks - 1 && (!allocated.has(block) || isZero(chunk))) continue
             const name = chunkName(ref, index)
+            if (unconsumed.has(data)) {
+              // tar-stream passes each data buffer on as the very object it was given.
+              sourceOf.set(chunk, data)
+              unconsumed.set(data, (unconsumed.get(data) ?? 0) + 1)
+            }
             await add(name, chunk)
             await add(`${name}.xxhash`, Buffer.from(await xxhashMember(chunk), 'latin1'))
           }
+          if (unconsumed.has(data)) consumed(data)
         }
       } finally {
         await blocks.close()
@@ -58,9 +90,16 @@ export async function* encodeXva(description: XvaDescription, contents: readonly
     pack.destroy(error instanceof Error ? error : new Error(String(error)))
   })
   try {
-    for await (const chunk of pack as AsyncIterable<Buffer>) yield chunk
+    for await (const chunk of pack as AsyncIterable<Buffer>) {
+      yield chunk
+      const data = sourceOf.get(chunk)
+      if (data === undefined) continue
+      sourceOf.delete(chunk)
+      consumed(data)
+    }
   } finally {
     pack.destroy()
     await producing
+    for (const data of unconsumed.keys()) release?.(data)
   }
 }

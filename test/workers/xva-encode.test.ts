@@ -1,0 +1,101 @@
+import t from 'tap'
+import { randomBytes } from 'node:crypto'
+import { gunzipSync } from 'node:zlib'
+import { WorkerPool } from '../../workers/pool.js'
+import { BLOCK_SIZE, type DiskBlock, type DiskContent } from '../../src/formats/blocks.js'
+import { decompressor } from '../../src/formats/compression.js'
+import { giveBack } from '../../src/formats/lending.js'
+import type { XvaDescription } from '../../src/formats/xva/description.js'
+import { encodeXva } from '../../src/formats/xva/xva-writer.js'
+import { collect } from '../helpers/disks.js'
+
+const MiB = 1024 * 1024
+const pool = new WorkerPool({ size: 1 })
+t.teardown(() => pool.close())
+const now = new Date('2026-11-24T12:00:00Z')
+
+const description = (sizes: number[]): XvaDescription => ({
+  vm: { uuid: 'vm-1', name_label: 'vm', name_description: '', memory_static_max: MiB, memory_dynamic_max: MiB, memory_dynamic_min: MiB, memory_static_min: MiB, VCPUs_max: 1, VCPUs_at_startup: 1, is_a_template: false, tags: [], other_config: {} },
+  disks: sizes.map((size, i) => ({ uuid: `disk-${i}`, name_label: `disk ${i}`, name_description: '', virtual_size: size, device: `xvd${'ab'[i]}`, userdevice: String(i), bootable: i === 0, mode: 'RW' as const })),
+  vifs: [],
+})
+
+/** A disk of `blocks` blocks (the last one short by 3 sectors), every allocated block random but one all zero. */
+function disk(blocks: number, allocated: number[]): { size: number; allocated: number[]; data: Map<number, Buffer> } {
+  const data = new Map(allocated.map((index, i) => [index, i === 1 ? Buffer.alloc(BLOCK_SIZE) : randomBytes(BLOCK_SIZE)]))
+  return { size: blocks * BLOCK_SIZE - 1536, allocated, data }
+}
+
+type Disk = ReturnType<typeof disk>
+const disks = [disk(12, [0, 1, 2, 5, 6, 7, 8, 11]), disk(3, [1])]
+const desc = description(disks.map((d) => d.size))
+
+/** Each block in a fresh buffer (the encoding gives it back, and its source may not be reused). */
+async function* blocksOf(d: Disk, fail?: { after: number; error: Error }): AsyncGenerator<DiskBlock> {
+  let given = 0
+  for (const index of d.allocated) {
+    if (fail !== undefined && given++ === fail.after) throw fail.error
+    yield { index, data: Buffer.from(d.data.get(index) as Buffer) }
+  }
+}
+const contents = (): DiskContent[] => disks.map((d) => ({ size: d.size, allocated: d.allocated, blocks: blocksOf(d) }))
+
+/** Reads an encoding as a socket would: each chunk copied, then given back. */
+async function consume(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
+  const parts: Buffer[] = []
+  for await (const chunk of chunks) {
+    parts.push(Buffer.from(chunk))
+    giveBack(chunk)
+  }
+  return Buffer.concat(parts)
+}
+
+const plain = await collect(encodeXva(desc, contents(), { now }))
+
+t.test('the worker writes the same archive as the encoder on this thread, plain, zstd and gzip', async (t) => {
+  t.ok(plain.length > 12 * MiB, 'more archive than the output slots hold')
+  t.ok((await consume(pool.encodeXva(desc, contents(), 'none', now))).equals(plain), 'plain: byte for byte')
+  const zstd = await consume(pool.encodeXva(desc, contents(), 'zstd', now))
+  t.ok((await collect(decompressor('zstd').end(zstd))).equals(plain), 'zstd: restores the same archive')
+  t.ok(gunzipSync(await consume(pool.encodeXva(desc, contents(), 'gzip', now))).equals(plain), 'gzip: restores the same archive')
+})
+
+t.test('output slots wait for their chunks to be given back', async (t) => {
+  const chunks = pool.encodeXva(desc, contents(), 'none', now)[Symbol.asyncIterator]()
+  const held: Buffer[] = []
+  for (let i = 0; i < 8; i++) {
+    const next = await chunks.next()
+    t.notOk(next.done)
+    held.push(next.value as Buffer)
+  }
+  const ninth = chunks.next()
+  const first = await Promise.race([ninth.then(() => 'chunk'), new Promise((resolve) => setTimeout(() => resolve('stalled'), 300))])
+  t.equal(first, 'stalled', 'no ninth chunk while eight are held')
+  const copies = held.map((chunk) => Buffer.from(chunk))
+  for (const chunk of held) giveBack(chunk)
+  const next = await ninth
+  t.notOk(next.done, 'the ninth comes once they are given back')
+  copies.push(Buffer.from(next.value as Buffer))
+  giveBack(next.value as Buffer)
+  const rest = await consume({ [Symbol.asyncIterator]: () => chunks })
+  t.ok(Buffer.concat([...copies, rest]).equals(plain), 'and the archive is whole')
+})
+
+t.test('a reader that stops early, then a failing disk, leave the next export whole', async (t) => {
+  const early = pool.encodeXva(desc, contents(), 'zstd', now)
+  for await (const chunk of early) {
+    giveBack(chunk)
+    break
+  }
+  const failing = disks.map((d, i) => ({ size: d.size, allocated: d.allocated, blocks: blocksOf(d, i === 0 ? { after: 3, error: new Error('disk went away') } : undefined) }))
+  await t.rejects(consume(pool.encodeXva(desc, failing, 'zstd', now)), /disk went away/)
+  const wrongSize = [{ ...contents()[0]!, size: 5 }, contents()[1]!]
+  await t.rejects(consume(pool.encodeXva(desc, wrongSize, 'none', now)), /described as/)
+  t.ok((await consume(pool.encodeXva(desc, contents(), 'none', now))).equals(plain), 'byte for byte')
+})
+
+t.test('two exports at once share nothing', async (t) => {
+  const [a, b] = await Promise.all([consume(pool.encodeXva(desc, contents(), 'none', now)), consume(pool.encodeXva(desc, contents(), 'none', now))])
+  t.ok(a.equals(plain))
+  t.ok(b.equals(plain))
+})
