@@ -1,7 +1,7 @@
 import { Duplex } from 'node:stream'
 import { Worker } from 'node:worker_threads'
 import { KeelError } from '../src/errors.js'
-import type { DiskBlock, DiskContent } from '../src/formats/blocks.js'
+import type { DiskBlock, DiskSource } from '../src/formats/blocks.js'
 import type { Compression } from '../src/formats/compression.js'
 import { giveBack, lend } from '../src/formats/lending.js'
 import type { XvaDescription } from '../src/formats/xva/description.js'
@@ -211,10 +211,21 @@ class XvaStream implements Job {
     return this.#settled
   }
 
+  /** An input slot to read the next block into. */
+  async slotBuffer(): Promise<Buffer> {
+    return this.input.view(await this.input.take())
+  }
+
+  /** Passes a block to the worker: in place when it was read into a slot, else copied into one. */
   async feed(disk: number, block: DiskBlock): Promise<void> {
-    const slot = await this.input.take()
-    this.input.view(slot).set(block.data)
-    giveBack(block.data)
+    const { data } = block
+    let slot: number
+    if (data.buffer === this.input.memory) slot = data.byteOffset / this.input.size
+    else {
+      slot = await this.input.take()
+      this.input.view(slot).set(data)
+      giveBack(data)
+    }
     this.#post({ type: 'xva-block', id: this.id, disk, index: block.index, slot })
   }
 
@@ -298,11 +309,12 @@ export class WorkerPool {
   }
 
   /**
-   * An XVA of `contents` (see formats/xva/xva-writer.ts), compressed as asked:
-   * the blocks are read here and everything per byte runs in a worker. Each
-   * chunk yielded is lent: give it back (formats/lending.ts) once it is sent.
+   * An XVA of `disks` (see formats/xva/xva-writer.ts), compressed as asked:
+   * the blocks are read here, into memory the worker shares when the reader
+   * allows it, and everything per byte runs in the worker. Each chunk yielded
+   * is lent: give it back (formats/lending.ts) once it is sent.
    */
-  async *encodeXva(description: XvaDescription, contents: readonly DiskContent[], compression: Compression, now = new Date()): AsyncGenerator<Buffer> {
+  async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, now = new Date()): AsyncGenerator<Buffer> {
     const { id, post, release, slot } = this.#place()
     const memory = this.#idleXvaMemory.pop() ?? { input: new SharedArrayBuffer(XVA_INPUT_SLOTS * INPUT_SLOT_SIZE), output: new SharedArrayBuffer(XVA_OUTPUT_SLOTS * OUTPUT_SLOT_SIZE) }
     const recycle = (done: XvaMemory): void => {
@@ -310,11 +322,11 @@ export class WorkerPool {
     }
     const stream = new XvaStream(id, memory, post, release, recycle)
     slot.streams.set(id, stream)
-    const disks = contents.map(({ size, allocated }) => ({ size, allocated }))
-    post({ type: 'xva-open', id, description, disks, compression, now: now.getTime(), input: memory.input, output: memory.output })
+    const shapes = disks.map(({ size, allocated }) => ({ size, allocated }))
+    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output })
     const feeding = (async () => {
-      for (const [disk, content] of contents.entries()) {
-        for await (const block of content.blocks) {
+      for (const [disk, source] of disks.entries()) {
+        for await (const block of source.read(() => stream.slotBuffer())) {
           if (stream.stopped) {
             giveBack(block.data)
             return

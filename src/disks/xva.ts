@@ -1,7 +1,7 @@
 import { pipeline, Readable, type Duplex } from 'node:stream'
 import type { DiskAccess, XoRecord } from '../driver/types.js'
 import { KeelError } from '../errors.js'
-import type { DiskContent } from '../formats/blocks.js'
+import type { DiskSource } from '../formats/blocks.js'
 import { detectCompression, isOva, ovaNotSupported, peek, type Compression } from '../formats/compression.js'
 import type { XvaDescription, XvaDisk, XvaVif } from '../formats/xva/description.js'
 import { openXvaStream } from '../formats/xva/xva-reader.js'
@@ -11,8 +11,8 @@ import { feedImport } from './import.js'
 export interface StreamWorkers {
   /** a named pipeline (workers/pipelines.ts) */
   transform(name: string, options?: Record<string, unknown>): Duplex
-  /** an XVA of `contents`, compressed as asked; each chunk is lent (formats/lending.ts) */
-  encodeXva(description: XvaDescription, contents: readonly DiskContent[], compression: Compression): AsyncIterable<Buffer>
+  /** an XVA of `disks`, compressed as asked; each chunk is lent (formats/lending.ts) */
+  encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression): AsyncIterable<Buffer>
 }
 
 type Lookup = (id: string) => XoRecord | undefined
@@ -98,13 +98,13 @@ function through(workers: StreamWorkers, name: string, source: AsyncIterable<Buf
  * gives it back once it no longer reads it.
  */
 export async function* exportXva(disks: DiskAccess, description: XvaDescription, vdis: readonly XoRecord[], compression: Compression, workers: StreamWorkers, concurrency = 1): AsyncGenerator<Buffer> {
-  const contents: DiskContent[] = []
+  const sources: DiskSource[] = []
   for (const vdi of vdis) {
     const allocated = await disks.allocation(vdi)
     // Lazy: a disk's reads start (and hold its SR) only when the encoding reaches it.
-    contents.push({ size: num(vdi.size), allocated, blocks: disks.readBlocks(vdi, allocated, { concurrency }) })
+    sources.push({ size: num(vdi.size), allocated, read: (buffer) => disks.readBlocks(vdi, allocated, { concurrency, buffer }) })
   }
-  yield* workers.encodeXva(description, contents, compression)
+  yield* workers.encodeXva(description, sources, compression)
 }
 
 /**

@@ -127,6 +127,13 @@ export interface DriverOperations {
 /** Reading a disk's blocks: at most `concurrency` reads in flight, blocks yielded in ascending order. */
 export interface DiskReadOptions {
   readonly concurrency?: number
+  /**
+   * Where to read each block: a driver that honours it reads the block's
+   * content into the BLOCK_SIZE buffer this gives and yields that very
+   * buffer, so a caller can have blocks land straight in memory a worker
+   * shares. A driver may ignore it; the caller then copies.
+   */
+  readonly buffer?: () => Promise<Buffer>
 }
 
 /** A block to write; with a `bitmap`, only its sectors whose bits are set count (a differencing block). */

@@ -20,6 +20,16 @@ export interface DiskContent {
   readonly blocks: AsyncIterable<DiskBlock>
 }
 
+/**
+ * A disk to be read as it is encoded: its blocks are read only when asked,
+ * into the buffers `buffer` gives when the reader honours it (DiskReadOptions).
+ */
+export interface DiskSource {
+  readonly size: number
+  readonly allocated: readonly number[]
+  read(buffer: () => Promise<Buffer>): AsyncIterable<DiskBlock>
+}
+
 export function blockCount(size: number): number {
   return Math.ceil(size / BLOCK_SIZE)
 }

@@ -106,6 +106,13 @@ t.test('differencing chain: vhdiinfo and pyvhdi agree with VhdChain, sector bitm
   t.ok((await chain.readBlock(2)).equals(patternBlock(202)))
   t.ok((await chain.readBlock(3)).equals(expected3))
   t.ok((await chain.readBlock(4)).equals(Buffer.alloc(BLOCK_SIZE)))
+  // Read into a caller's buffer (dirty on purpose): the same content, in that very buffer, merged or not.
+  for (const [index, expected] of [[0, patternBlock(100)], [2, patternBlock(202)], [3, expected3], [4, Buffer.alloc(BLOCK_SIZE)]] as const) {
+    const into = Buffer.alloc(BLOCK_SIZE, 0x5a)
+    const got = await chain.readBlock(index, into)
+    t.equal(got, into, `block ${index} lands in the buffer given`)
+    t.ok(got.equals(expected), `block ${index} read into a buffer given`)
+  }
 
   const info = run('vhdiinfo', [childPath]).stdout.toString()
   t.match(info, /Differential/)

@@ -2,7 +2,7 @@ import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
 import { WorkerPool } from '../../workers/pool.js'
-import { BLOCK_SIZE, type DiskBlock, type DiskContent } from '../../src/formats/blocks.js'
+import { BLOCK_SIZE, type DiskBlock, type DiskContent, type DiskSource } from '../../src/formats/blocks.js'
 import { decompressor } from '../../src/formats/compression.js'
 import { giveBack } from '../../src/formats/lending.js'
 import type { XvaDescription } from '../../src/formats/xva/description.js'
@@ -30,15 +30,26 @@ type Disk = ReturnType<typeof disk>
 const disks = [disk(12, [0, 1, 2, 5, 6, 7, 8, 11]), disk(3, [1])]
 const desc = description(disks.map((d) => d.size))
 
-/** Each block in a fresh buffer (the encoding gives it back, and its source may not be reused). */
-async function* blocksOf(d: Disk, fail?: { after: number; error: Error }): AsyncGenerator<DiskBlock> {
+interface Failure {
+  readonly after: number
+  readonly error: Error
+}
+
+/** Each block in the buffer `buffer` gives, or in a fresh one (the encoding gives it back: its source may not be reused). */
+async function* blocksOf(d: Disk, buffer?: () => Promise<Buffer>, fail?: Failure): AsyncGenerator<DiskBlock> {
   let given = 0
   for (const index of d.allocated) {
     if (fail !== undefined && given++ === fail.after) throw fail.error
-    yield { index, data: Buffer.from(d.data.get(index) as Buffer) }
+    const stored = d.data.get(index) as Buffer
+    const data = buffer === undefined ? Buffer.from(stored) : await buffer()
+    stored.copy(data)
+    yield { index, data }
   }
 }
 const contents = (): DiskContent[] => disks.map((d) => ({ size: d.size, allocated: d.allocated, blocks: blocksOf(d) }))
+/** The first disk read into the worker's slots, the second not (a reader that ignores them). */
+const sources = (fail?: Failure): DiskSource[] =>
+  disks.map((d, i) => ({ size: d.size, allocated: d.allocated, read: (buffer) => (i === 0 ? blocksOf(d, buffer, fail) : blocksOf(d)) }))
 
 /** Reads an encoding as a socket would: each chunk copied, then given back. */
 async function consume(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
@@ -54,14 +65,14 @@ const plain = await collect(encodeXva(desc, contents(), { now }))
 
 t.test('the worker writes the same archive as the encoder on this thread, plain, zstd and gzip', async (t) => {
   t.ok(plain.length > 12 * MiB, 'more archive than the output slots hold')
-  t.ok((await consume(pool.encodeXva(desc, contents(), 'none', now))).equals(plain), 'plain: byte for byte')
-  const zstd = await consume(pool.encodeXva(desc, contents(), 'zstd', now))
+  t.ok((await consume(pool.encodeXva(desc, sources(), 'none', now))).equals(plain), 'plain: byte for byte')
+  const zstd = await consume(pool.encodeXva(desc, sources(), 'zstd', now))
   t.ok((await collect(decompressor('zstd').end(zstd))).equals(plain), 'zstd: restores the same archive')
-  t.ok(gunzipSync(await consume(pool.encodeXva(desc, contents(), 'gzip', now))).equals(plain), 'gzip: restores the same archive')
+  t.ok(gunzipSync(await consume(pool.encodeXva(desc, sources(), 'gzip', now))).equals(plain), 'gzip: restores the same archive')
 })
 
 t.test('output slots wait for their chunks to be given back', async (t) => {
-  const chunks = pool.encodeXva(desc, contents(), 'none', now)[Symbol.asyncIterator]()
+  const chunks = pool.encodeXva(desc, sources(), 'none', now)[Symbol.asyncIterator]()
   const held: Buffer[] = []
   for (let i = 0; i < 8; i++) {
     const next = await chunks.next()
@@ -82,20 +93,19 @@ t.test('output slots wait for their chunks to be given back', async (t) => {
 })
 
 t.test('a reader that stops early, then a failing disk, leave the next export whole', async (t) => {
-  const early = pool.encodeXva(desc, contents(), 'zstd', now)
+  const early = pool.encodeXva(desc, sources(), 'zstd', now)
   for await (const chunk of early) {
     giveBack(chunk)
     break
   }
-  const failing = disks.map((d, i) => ({ size: d.size, allocated: d.allocated, blocks: blocksOf(d, i === 0 ? { after: 3, error: new Error('disk went away') } : undefined) }))
-  await t.rejects(consume(pool.encodeXva(desc, failing, 'zstd', now)), /disk went away/)
-  const wrongSize = [{ ...contents()[0]!, size: 5 }, contents()[1]!]
+  await t.rejects(consume(pool.encodeXva(desc, sources({ after: 3, error: new Error('disk went away') }), 'zstd', now)), /disk went away/)
+  const wrongSize = [{ ...sources()[0]!, size: 5 }, sources()[1]!]
   await t.rejects(consume(pool.encodeXva(desc, wrongSize, 'none', now)), /described as/)
-  t.ok((await consume(pool.encodeXva(desc, contents(), 'none', now))).equals(plain), 'byte for byte')
+  t.ok((await consume(pool.encodeXva(desc, sources(), 'none', now))).equals(plain), 'byte for byte')
 })
 
 t.test('two exports at once share nothing', async (t) => {
-  const [a, b] = await Promise.all([consume(pool.encodeXva(desc, contents(), 'none', now)), consume(pool.encodeXva(desc, contents(), 'none', now))])
+  const [a, b] = await Promise.all([consume(pool.encodeXva(desc, sources(), 'none', now)), consume(pool.encodeXva(desc, sources(), 'none', now))])
   t.ok(a.equals(plain))
   t.ok(b.equals(plain))
 })

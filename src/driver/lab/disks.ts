@@ -182,7 +182,9 @@ export class LabDisks {
       const opened = await this.#open(disk)
       if (opened === undefined) throw new Error(`disk ${disk.id} has no blocks ${indexes.join(',')}`)
       try {
-        for await (const { index, value } of readAhead(indexes, (index) => opened.chain.readBlock(index), options.concurrency ?? 1)) {
+        const { buffer } = options
+        const read = buffer === undefined ? (index: number) => opened.chain.readBlock(index) : async (index: number) => opened.chain.readBlock(index, await buffer())
+        for await (const { index, value } of readAhead(indexes, read, options.concurrency ?? 1)) {
           yield { index, data: value }
         }
       } finally {

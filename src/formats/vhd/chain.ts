@@ -41,14 +41,17 @@ export class VhdChain {
     return [...all].sort((a, b) => a - b)
   }
 
-  /** The merged content of a block, zeros where no VHD of the chain has it. */
-  async readBlock(index: number): Promise<Buffer> {
+  /** The merged content of a block, zeros where no VHD of the chain has it; in `into` when given. */
+  async readBlock(index: number, into?: Buffer): Promise<Buffer> {
     let merged: Buffer | undefined
     let filled: Uint8Array | undefined
     let missing = SECTORS_PER_BLOCK
+    // Only the first stored block is read into `into`: when it must be merged, it is copied out before anything lands there.
+    let target = into
     for (const file of this.files) {
-      const stored = await file.readBlock(index)
+      const stored = await file.readBlock(index, target)
       if (stored === undefined) continue
+      target = undefined
       const full = !file.isDifferencing || stored.bitmap.every((byte) => byte === 0xff)
       if (merged === undefined && full) return stored.data
       merged ??= Buffer.alloc(BLOCK_SIZE)
@@ -61,6 +64,9 @@ export class VhdChain {
       }
       if (missing === 0) break
     }
-    return merged ?? Buffer.alloc(BLOCK_SIZE)
+    if (into === undefined) return merged ?? Buffer.alloc(BLOCK_SIZE)
+    if (merged === undefined) return into.fill(0)
+    merged.copy(into)
+    return into
   }
 }

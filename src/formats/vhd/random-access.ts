@@ -7,7 +7,8 @@ import { blockPool } from '../block-pool.js'
  * can use memory. `read` returns fewer bytes than asked only at end of file.
  */
 export interface RandomAccess {
-  read(position: number, length: number): Promise<Buffer>
+  /** reads into `into` (at least `length` bytes) when given */
+  read(position: number, length: number, into?: Buffer): Promise<Buffer>
   /** Writes `data` at `position`; several buffers are written one after the other, as one. */
   write(position: number, data: Buffer | readonly Buffer[]): Promise<void>
   /** current file length in bytes */
@@ -27,9 +28,9 @@ function after(pieces: readonly Buffer[], written: number): readonly Buffer[] {
 /** RandomAccess over an open file; the caller keeps ownership of the handle. */
 export function fileHandleAccess(handle: FileHandle): RandomAccess {
   return {
-    async read(position, length) {
+    async read(position, length, into) {
       // Whole blocks come from the pool: a stream that is their last user gives them back.
-      const buffer = length === BLOCK_SIZE ? blockPool.take() : Buffer.allocUnsafe(length)
+      const buffer = into ?? (length === BLOCK_SIZE ? blockPool.take() : Buffer.allocUnsafe(length))
       let done = 0
       while (done < length) {
         const { bytesRead } = await handle.read(buffer, done, length - done, position + done)

@@ -119,11 +119,12 @@ export class VhdFile {
   }
 
   /** The stored bitmap and data of a block, undefined when the BAT has no entry. */
-  async readBlock(index: number): Promise<StoredBlock | undefined> {
+  /** A stored block, its data read into `into` when given. */
+  async readBlock(index: number, into?: Buffer): Promise<StoredBlock | undefined> {
     if (!this.hasBlock(index)) return undefined
     const offset = (this.#bat[index] as number) * SECTOR_SIZE
     // Two reads, so the data is a buffer of its own: it goes out as it is (to a socket, or moved to a worker) without a copy.
-    const [bitmap, data] = await Promise.all([this.#io.read(offset, BITMAP_SIZE), this.#io.read(offset + BITMAP_SIZE, BLOCK_SIZE)])
+    const [bitmap, data] = await Promise.all([this.#io.read(offset, BITMAP_SIZE), this.#io.read(offset + BITMAP_SIZE, BLOCK_SIZE, into)])
     if (bitmap.length < BITMAP_SIZE || data.length < BLOCK_SIZE) {
       throw invalidDiskStream(`VHD block ${index} truncated`, offset + bitmap.length + data.length, { block: index })
     }
