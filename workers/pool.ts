@@ -276,7 +276,8 @@ export class WorkerPool {
   }
 
   #spawn(): Slot {
-    const worker = new Worker(new URL('./pipeline-worker.js', import.meta.url), { workerData: { windowBytes: this.#window } })
+    // A small young generation: a worker's garbage is small objects per chunk, and the default let it keep ~5 MiB more resident.
+    const worker = new Worker(new URL('./pipeline-worker.js', import.meta.url), { workerData: { windowBytes: this.#window }, resourceLimits: { maxYoungGenerationSizeMb: 4 } })
     const slot: Slot = { worker, streams: new Map() }
     worker.on('message', (message: FromWorker) => slot.streams.get(message.id)?.receive(message))
     const failAll = (error: Error): void => {
