@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface, type Interface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
+import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
 import { packageRoot } from '../src/paths.js'
 
 interface Child {
@@ -19,10 +19,11 @@ interface Child {
 }
 
 function start(script: string, args: string[], pin: boolean): Promise<Child> {
-  const flags = script === 'serve-events.js' ? SERVICE_NODE_FLAGS : []
+  const service = script === 'serve-events.js'
+  const flags = service ? SERVICE_NODE_FLAGS : []
   const node = [process.execPath, '--expose-gc', ...flags, join(packageRoot, 'dist/bench', script), ...args]
   const [command, ...rest] = pin ? ['taskset', '-c', '0', ...node] : node
-  const child = spawn(command as string, rest, { stdio: ['pipe', 'pipe', 'inherit'] })
+  const child = spawn(command as string, rest, { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...(service ? SERVICE_ENV : {}) } })
   const lines: Interface = createInterface({ input: child.stdout! })
   const ask = (line: string, reply: string): Promise<string> =>
     new Promise((resolve) => {

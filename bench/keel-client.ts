@@ -7,7 +7,7 @@ import { get, request, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { pipeline } from 'node:stream/promises'
-import { SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
+import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
 import { BLOCK_SIZE, blockCount } from '../src/formats/blocks.js'
 import { packageRoot } from '../src/paths.js'
 
@@ -28,11 +28,16 @@ export interface Server {
 export function runScript(
   script: string,
   args: readonly string[],
-  options: { readonly core: number | undefined; readonly stderr: 'ignore' | 'inherit'; readonly nodeFlags?: readonly string[] },
+  options: {
+    readonly core: number | undefined
+    readonly stderr: 'ignore' | 'inherit'
+    readonly nodeFlags?: readonly string[]
+    readonly env?: Readonly<Record<string, string>>
+  },
 ): Promise<{ child: ChildProcess; line: string }> {
   const node = [process.execPath, ...(options.nodeFlags ?? []), join(packageRoot, 'dist/bench', script), ...args]
   const [command, ...rest] = options.core === undefined ? node : ['taskset', '-c', String(options.core), ...node]
-  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', options.stderr] })
+  const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', options.stderr], env: { ...process.env, ...options.env } })
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)))
     createInterface({ input: child.stdout! }).once('line', (line) => resolve({ child, line }))
@@ -41,11 +46,16 @@ export function runScript(
 
 /**
  * Starts a bench/ server script and resolves with the URL it prints; pinned to core 0 like the
- * other benchmarks' servers. Keel runs with the service's V8 flags.
+ * other benchmarks' servers. Keel runs with the service's V8 flags and environment.
  */
 export async function startServer(script: string, args: readonly string[], pin: boolean, stderr: 'ignore' | 'inherit'): Promise<Server> {
-  const nodeFlags = script === 'serve-keel.js' ? SERVICE_NODE_FLAGS : []
-  const { child, line } = await runScript(script, args, { core: pin ? 0 : undefined, stderr, nodeFlags })
+  const service = script === 'serve-keel.js'
+  const { child, line } = await runScript(script, args, {
+    core: pin ? 0 : undefined,
+    stderr,
+    nodeFlags: service ? SERVICE_NODE_FLAGS : [],
+    env: service ? SERVICE_ENV : {},
+  })
   return { child, url: line }
 }
 

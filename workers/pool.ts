@@ -17,6 +17,12 @@ export interface WorkerPoolOptions {
    * transform's output chunks can be far smaller than its input's.
    */
   readonly windowBytes?: number
+  /**
+   * ms a worker may stay without a stream before it ends (default 1000): an
+   * idle worker holds ~20 MiB, and starting one again takes ~55 ms, small
+   * against any stream, so the memory goes back between backup runs.
+   */
+  readonly idleMs?: number
 }
 
 /** What runs in a worker for the main thread: a pipeline or an XVA encoding. */
@@ -28,6 +34,8 @@ interface Job {
 interface Slot {
   readonly worker: Worker
   readonly streams: Map<number, Job>
+  /** set while the worker has no stream: it ends when this fires */
+  retirement: NodeJS.Timeout | undefined
 }
 
 type Post = (message: ToWorker, transfer?: ArrayBuffer[]) => void
@@ -267,21 +275,30 @@ export class WorkerPool {
   readonly #size: number
   readonly #window: number
   readonly #slots: Slot[] = []
+  readonly #idleMs: number
   readonly #idleXvaMemory: XvaMemory[] = []
   #nextId = 1
 
-  constructor({ size = 2, windowBytes = 8 * 1024 * 1024 }: WorkerPoolOptions = {}) {
+  constructor({ size = 2, windowBytes = 8 * 1024 * 1024, idleMs = 1000 }: WorkerPoolOptions = {}) {
     this.#size = Math.max(1, size)
     this.#window = Math.max(1, windowBytes)
+    this.#idleMs = Math.max(0, idleMs)
+  }
+
+  /** Threads running now (tests watch workers retire). */
+  get threads(): number {
+    return this.#slots.length
   }
 
   #spawn(): Slot {
     // A small young generation: a worker's garbage is small objects per chunk, and the default let it keep ~5 MiB more resident.
     const worker = new Worker(new URL('./pipeline-worker.js', import.meta.url), { workerData: { windowBytes: this.#window }, resourceLimits: { maxYoungGenerationSizeMb: 4 } })
-    const slot: Slot = { worker, streams: new Map() }
+    const slot: Slot = { worker, streams: new Map(), retirement: undefined }
     worker.on('message', (message: FromWorker) => slot.streams.get(message.id)?.receive(message))
     const failAll = (error: Error): void => {
-      this.#slots.splice(this.#slots.indexOf(slot), 1)
+      const index = this.#slots.indexOf(slot)
+      if (index >= 0) this.#slots.splice(index, 1)
+      clearTimeout(slot.retirement)
       for (const stream of slot.streams.values()) stream.destroy(error)
       slot.streams.clear()
     }
@@ -349,15 +366,31 @@ export class WorkerPool {
     const id = this.#nextId++
     const post: Post = (message, transfer = []) => slot.worker.postMessage(message, transfer)
     const release = (): void => {
-      slot.streams.delete(id)
-      if (slot.streams.size === 0) slot.worker.unref()
+      if (!slot.streams.delete(id) || slot.streams.size > 0) return
+      slot.worker.unref()
+      slot.retirement = setTimeout(() => this.#retire(slot), this.#idleMs).unref()
     }
+    clearTimeout(slot.retirement)
+    slot.retirement = undefined
     slot.worker.ref()
     return { id, post, release, slot }
   }
 
+  /**
+   * Ends an idle worker, which frees its heap at once. The idle XVA memory
+   * stays: dropped, it would be freed only by a full collection, which this
+   * process rarely needs, and each new export would add 16 MiB more.
+   */
+  #retire(slot: Slot): void {
+    const index = this.#slots.indexOf(slot)
+    if (index < 0 || slot.streams.size > 0) return
+    this.#slots.splice(index, 1)
+    void slot.worker.terminate()
+  }
+
   async close(): Promise<void> {
     const slots = this.#slots.splice(0)
+    for (const slot of slots) clearTimeout(slot.retirement)
     for (const slot of slots) for (const stream of slot.streams.values()) stream.destroy(new Error('worker pool closed'))
     await Promise.all(slots.map((slot) => slot.worker.terminate()))
   }

@@ -8,3 +8,14 @@
  * answers as fast as the default, 2 MiB about 8% slower.
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4']
+
+/**
+ * The environment the service runs with, passed the same ways as its flags.
+ *
+ * `MALLOC_MMAP_THRESHOLD_` (bytes): glibc serves larger allocations with their own mappings,
+ * given back to the system when freed. Left dynamic, the threshold rises past 2 MiB after the
+ * first disk block is freed, and blocks and request chunks then stay in the heap: Keel held
+ * 113 MiB after one import instead of 100, and streams ran over 150 MiB (bench/RESULTS.md).
+ */
+export const SERVICE_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: '131072' }
+

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto'
-import xxhash from 'xxhash-wasm'
+import xxhash from 'xxhash-addon'
 
-type Hasher = Awaited<ReturnType<typeof xxhash>>
-let hasher: Promise<Hasher> | undefined
-
-/** XXH64, seed 0, as 16 uppercase hex digits: the `.xxhash` member of an XVA chunk (notes 2.4). */
-export async function xxhashMember(data: Uint8Array): Promise<string> {
-  hasher ??= xxhash()
-  return (await hasher).h64Raw(data).toString(16).toUpperCase().padStart(16, '0')
+/**
+ * XXH64, seed 0, as 16 uppercase hex digits: the `.xxhash` member of an XVA chunk (notes 2.4).
+ * Native: xxhash-wasm copied each chunk into its memory first, 0.11 s more of the worker's CPU
+ * per 4 GiB XVA export (bench/RESULTS.md).
+ */
+export function xxhashMember(data: Buffer): string {
+  return xxhash.XXHash64.hash(data).toString('hex').toUpperCase()
 }
 
 /** SHA-1 as 40 lowercase hex digits: the older `.checksum` member. */

@@ -94,7 +94,7 @@ class BlockAssembler {
 async function verifyChecksum(chunk: Member, checksum: Member | undefined, expectedPrefix: string): Promise<void> {
   if (checksum === undefined) throw invalidDiskStream(`stream truncated after chunk ${chunk.name}: its checksum is missing`, chunk.offset + 512 + Math.ceil(chunk.size / 512) * 512)
   let computed: string
-  if (checksum.name === `${expectedPrefix}.xxhash`) computed = await xxhashMember(chunk.data)
+  if (checksum.name === `${expectedPrefix}.xxhash`) computed = xxhashMember(chunk.data)
   else if (checksum.name === `${expectedPrefix}.checksum`) computed = sha1Member(chunk.data)
   else throw invalidDiskStream(`expected the checksum of ${chunk.name}, found ${checksum.name}`, checksum.offset, { member: checksum.name })
   const stored = checksum.data.toString('latin1').trim()
