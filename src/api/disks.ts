@@ -12,7 +12,7 @@ import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schem
 import type { StreamPacer } from '../http/stream-pacer.js'
 import { sendStream } from '../http/stream-reply.js'
 import { discardRestOfRequest } from '../http/drain-request.js'
-import { requestBody } from '../http/continue.js'
+import { uploadBody } from '../http/upload-body.js'
 import type { TaskManager } from '../tasks/manager.js'
 import { BASE } from './paths.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
@@ -82,7 +82,7 @@ export function declaredLength(req: IncomingMessage): number | undefined {
 }
 
 /** The request body as a stream that a decoder may stop early (the refusal can still be answered); 100 Continue goes out on the first read. */
-export const uploadOf = (req: IncomingMessage): AsyncIterable<Buffer> => requestBody(req)
+export const uploadOf = (req: IncomingMessage): AsyncIterable<Buffer> => uploadBody(req)
 
 /** Reads an upload; a refusal first discards what the client still sends, so the answer reaches it. */
 export async function receiving<T>(req: IncomingMessage, res: ServerResponse, work: () => Promise<T>): Promise<T> {
