@@ -42,10 +42,12 @@ type Post = (message: ToWorker, transfer?: ArrayBuffer[]) => void
 
 /**
  * Blocks read ahead of the encoder, and archive bytes waiting for the socket,
- * per XVA export, 16 MiB in all (workers/slots.ts).
+ * per XVA export, 12 MiB in all (workers/slots.ts). 8 output slots measured no
+ * faster in the full disk benchmark (0.76–1.01 of `zstd -1` against 0.77–0.90,
+ * run to run) and held Keel's peak RSS at 149–162 MiB, over the 150 MiB bound.
  */
 const XVA_INPUT_SLOTS = 4
-const XVA_OUTPUT_SLOTS = 8
+export const XVA_OUTPUT_SLOTS = 4
 
 /** The shared memory of one XVA export, used again by the next one (see XvaStream). */
 interface XvaMemory {
@@ -166,7 +168,7 @@ class XvaStream implements Job {
    * worker ended the archive and every output view was given back. Memory
    * that is not recycled (a stream stopped early) is left to the collector, so
    * a worker still finishing a write can never reach the next export's bytes.
-   * Allocating it per export was measured to pile up dead 16 MiB buffers in RSS:
+   * Allocating it per export was measured to pile up dead buffers in RSS:
    * with the blocks recycled too, nothing else starts a collection.
    */
   constructor(readonly id: number, memory: XvaMemory, post: Post, release: () => void, recycle: (memory: XvaMemory) => void) {
@@ -379,7 +381,7 @@ export class WorkerPool {
   /**
    * Ends an idle worker, which frees its heap at once. The idle XVA memory
    * stays: dropped, it would be freed only by a full collection, which this
-   * process rarely needs, and each new export would add 16 MiB more.
+   * process rarely needs, and each new export would add 12 MiB more.
    */
   #retire(slot: Slot): void {
     const index = this.#slots.indexOf(slot)

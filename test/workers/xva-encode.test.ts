@@ -1,7 +1,7 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
-import { WorkerPool } from '../../workers/pool.js'
+import { WorkerPool, XVA_OUTPUT_SLOTS } from '../../workers/pool.js'
 import { BLOCK_SIZE, type DiskBlock, type DiskContent, type DiskSource } from '../../src/formats/blocks.js'
 import { decompressor } from '../../src/formats/compression.js'
 import { giveBack } from '../../src/formats/lending.js'
@@ -74,18 +74,18 @@ t.test('the worker writes the same archive as the encoder on this thread, plain,
 t.test('output slots wait for their chunks to be given back', async (t) => {
   const chunks = pool.encodeXva(desc, sources(), 'none', now)[Symbol.asyncIterator]()
   const held: Buffer[] = []
-  for (let i = 0; i < 8; i++) {
+  for (let i = 0; i < XVA_OUTPUT_SLOTS; i++) {
     const next = await chunks.next()
     t.notOk(next.done)
     held.push(next.value as Buffer)
   }
-  const ninth = chunks.next()
-  const first = await Promise.race([ninth.then(() => 'chunk'), new Promise((resolve) => setTimeout(() => resolve('stalled'), 300))])
-  t.equal(first, 'stalled', 'no ninth chunk while eight are held')
+  const following = chunks.next()
+  const first = await Promise.race([following.then(() => 'chunk'), new Promise((resolve) => setTimeout(() => resolve('stalled'), 300))])
+  t.equal(first, 'stalled', 'no further chunk while every output slot is held')
   const copies = held.map((chunk) => Buffer.from(chunk))
   for (const chunk of held) giveBack(chunk)
-  const next = await ninth
-  t.notOk(next.done, 'the ninth comes once they are given back')
+  const next = await following
+  t.notOk(next.done, 'the next one comes once they are given back')
   copies.push(Buffer.from(next.value as Buffer))
   giveBack(next.value as Buffer)
   const rest = await consume({ [Symbol.asyncIterator]: () => chunks })
