@@ -11,9 +11,9 @@ export const COLLECT_EVERY = 4 * 1024 * 1024
  * chunks piled up to V8's 64 MiB external-memory limit, and glibc kept the
  * heap they had grown. A young-generation collection every 4 MiB (`gc`, which
  * the service exposes: cli/node-flags.ts) bounds them to that. Measured on a
- * 4 GiB raw import: peak RSS 105 MiB instead of 145, Keel's RSS after it
- * 97–100 MiB instead of 100–129, and the import 1.5 times faster (its chunks
- * are reused while still in cache).
+ * 4 GiB raw import alone: peak RSS 105–107 MiB instead of 122, Keel's RSS
+ * after it 97–106 MiB instead of 98–129, and the import 1.5 times faster (its
+ * chunks are reused while still in cache).
  */
 export async function* uploadBody(req: IncomingMessage): AsyncGenerator<Buffer> {
   const collect = globalThis.gc
