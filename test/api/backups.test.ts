@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
-import { cpSync, mkdirSync, statSync } from 'node:fs'
+import { cpSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../../src/paths.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
@@ -270,7 +270,10 @@ t.test('a run cut by a stop ends interrupted after the restart, with no partial 
   await first.close({ keepData: true })
 
   const second = await startServer({ dataDir: first.dataDir })
-  t.teardown(() => second.close())
+  t.teardown(async () => {
+    await second.close()
+    rmSync(first.dataDir, { recursive: true, force: true })
+  })
   const logs = await second.json<Array<{ jobId: string; status: string }>>('/rest/v0/backup-logs?fields=jobId,status')
   const log = logs.body.find((entry) => entry.jobId === job)
   t.ok(log?.status === 'interrupted' || log?.status === 'success', `the run is ${log?.status}`)

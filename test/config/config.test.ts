@@ -1,11 +1,12 @@
 import t from 'tap'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../../src/config/config.js'
 import { parseDuration } from '../../src/config/duration.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-config-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
 const file = (name: string, text: string): string => {
   const path = join(dir, name)
   writeFileSync(path, text)
