@@ -8,7 +8,7 @@
  * answers as fast as the default, 2 MiB about 8% slower.
  *
  * `--expose-gc`: uploads collect the young generation every 4 MiB of body (http/upload-body.ts),
- * the one way to free the chunks node:http allocates before gigabytes of them pile up.
+ * the one way to free the chunks node:http allocates for a body before tens of MiB of them pile up.
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--expose-gc']
 
