@@ -42,9 +42,10 @@ type Post = (message: ToWorker, transfer?: ArrayBuffer[]) => void
 
 /**
  * Blocks read ahead of the encoder, and archive bytes waiting for the socket,
- * per XVA export, 12 MiB in all (workers/slots.ts). 8 output slots measured no
- * faster in the full disk benchmark (0.76–1.01 of `zstd -1` against 0.77–0.90,
- * run to run) and held Keel's peak RSS at 149–162 MiB, over the 150 MiB bound.
+ * per XVA export, 12 MiB in all (workers/slots.ts). Measured over full disk
+ * benchmark runs: 8 output slots 0.76–1.01 of `zstd -1` with Keel's peak RSS at
+ * 144–162 MiB (over the 150 MiB bound in three runs of five); 4 slots 0.74–0.90
+ * with 135–153 MiB (over once in six). The bound on memory is kept first.
  */
 const XVA_INPUT_SLOTS = 4
 export const XVA_OUTPUT_SLOTS = 4
