@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import type { Transform } from 'node:stream'
 import zstd from 'zstd-napi/binding.js'
 import type { DiskBlock, DiskContent } from '../src/formats/blocks.js'
-import { compressor } from '../src/formats/compression.js'
+import { compressor, ZSTD_LEVEL } from '../src/formats/compression.js'
 import { giveBack, lend } from '../src/formats/lending.js'
 import { encodeXva } from '../src/formats/xva/xva-writer.js'
 import type { FromWorker, XvaOpen } from './messages.js'
@@ -103,8 +103,8 @@ class ZstdSink implements Sink {
 
   constructor(out: SlotWriter) {
     this.#out = out
-    // As formats/compression.ts's compressor: level 1, a checksum for `zstd -t`.
-    this.#context.setParameter(zstd.CParameter.compressionLevel, 1)
+    // As formats/compression.ts's compressor: its level, a checksum for `zstd -t`.
+    this.#context.setParameter(zstd.CParameter.compressionLevel, ZSTD_LEVEL)
     this.#context.setParameter(zstd.CParameter.checksumFlag, 1)
   }
 
