@@ -11,7 +11,7 @@
 //   BENCH_DISK_ROWS           the rows to run, comma-separated among raw,vhd,latency,xva,import,snapshot (all)
 import autocannon from 'autocannon'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { closeSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { closeSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { get, type IncomingMessage } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -293,7 +293,8 @@ export async function disksBench(options: DisksBenchOptions): Promise<string> {
       rows.push(throughputRow(`raw export, nbdConcurrency ${concurrency}`, 'createReadStream of the raw file', result, BARS.raw))
     }
     if (options.rows.has('vhd')) {
-      const vhd = await compare(options.runs, pid, size, timedDownload(`${keel.url}/rest/v0/vdis/${stream.vdi}.vhd`), timedDownload(`${bare.url}/disk.vhd`))
+      const vhdBytes = statSync(join(files, 'disk.vhd')).size
+      const vhd = await compare(options.runs, pid, size, timedDownload(`${keel.url}/rest/v0/vdis/${stream.vdi}.vhd`, vhdBytes), timedDownload(`${bare.url}/disk.vhd`, vhdBytes))
       rows.push(throughputRow('VHD export (MiB/s of disk)', 'createReadStream of the VHD file', vhd, BARS.vhd))
     }
     if (options.rows.has('latency')) rows.push(await latencyRow(api, stream, options, pid))
@@ -311,7 +312,7 @@ export async function disksBench(options: DisksBenchOptions): Promise<string> {
     return [
       `Disk streams: a VDI of ${options.sizeMiB} MiB, every other 2 MiB block random and the rest never written; lab of ${LAB_VMS} VMs;`,
       `page cache warm on both sides (each file read once and one unmeasured run per side before measuring); best of ${options.runs} interleaved runs;`,
-      `a fresh connection per transfer, clients in this process; pinned: ${options.pin} (servers and zstd on core 0, clients on core 1). Keel's RSS is VmRSS sampled every ${RSS_SAMPLE_MS} ms.`,
+      `a fresh connection per transfer, downloads by curl into /dev/null, uploads from this process; pinned: ${options.pin} (servers and zstd on core 0, clients on core 1). Keel's RSS is VmRSS sampled every ${RSS_SAMPLE_MS} ms.`,
       '',
       table(rows),
       '',

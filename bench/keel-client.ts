@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomFillSync } from 'node:crypto'
 import { closeSync, createReadStream, ftruncateSync, openSync, writeSync } from 'node:fs'
-import { get, request, type IncomingMessage } from 'node:http'
+import { request, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { pipeline } from 'node:stream/promises'
@@ -88,12 +88,22 @@ function drained(res: IncomingMessage, started: bigint): Promise<Transfer> {
   })
 }
 
-/** GET, timed from the request to the last byte. A fresh connection each time, as a backup job opens one per disk. */
-export function download(url: string, headers: Readonly<Record<string, string>>): Promise<Transfer> {
+/**
+ * GET by curl into /dev/null, timed from the start to the last byte. A fresh connection each time, as a
+ * backup job opens one per disk. curl, not a node client: reading in this process, the client was the
+ * slower end of a zstd XVA export (1.45–1.65 s for 4 GiB of disk against 1.22–1.27 s with curl).
+ */
+export async function download(url: string, headers: Readonly<Record<string, string>>): Promise<Transfer> {
+  const header = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`])
   const started = process.hrtime.bigint()
-  return new Promise((resolve, reject) => {
-    get(url, { headers, agent: false }, (res) => drained(res, started).then(resolve, reject)).once('error', reject)
-  })
+  const child = spawn('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{size_download}', ...header, url], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let written = ''
+  child.stdout.setEncoding('utf8').on('data', (text: string) => (written += text))
+  const code = await new Promise<number | null>((resolve, reject) => child.once('error', reject).once('close', resolve))
+  const seconds = secondsSince(started)
+  const [status, bytes] = written.split(' ').map(Number)
+  if (code !== 0 || status === undefined || bytes === undefined) throw new Error(`curl ${url} exited with ${code}`)
+  return { status, bytes, seconds }
 }
 
 /** PUT of a file's bytes with an exact Content-Length, timed from the request to the response's end. */
