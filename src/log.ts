@@ -30,6 +30,18 @@ const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
 /** A JSON string of `text`; plain text, the usual case for ids, methods and paths, skips the serializer. */
 export const quoted = (text: string | undefined): string => (text !== undefined && PLAIN.test(text) ? `"${text}"` : JSON.stringify(text) ?? 'null')
 
+/** `.000` to `.999`: a duration's fraction of a millisecond, as text. */
+const FRACTIONS = Array.from({ length: 1000 }, (_, micros) => `.${String(micros).padStart(3, '0')}`)
+
+/**
+ * A duration in ms, to the µs, as a JSON number (`0.120`, `12.000`). Built from integers, whose
+ * texts V8 keeps at hand: writing the float itself cost 80 ns a line.
+ */
+export function millisText(ms: number): string {
+  const micros = Math.round(ms * 1000)
+  return `${Math.floor(micros / 1000)}${FRACTIONS[micros % 1000]}`
+}
+
 /**
  * pino to stderr through a buffered, asynchronous destination (see
  * LogDestination). The request line, written once per request, is formatted
@@ -40,13 +52,21 @@ export function createServiceLog(level: string): ServiceLog {
   const destination = new LogDestination(2)
   const log = pino({ level }, destination)
   const prefix = `{"level":${INFO},"time":`
-  const bindings = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`
+  const bindings = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())},"reqId":"`
+  // A line's start changes once a millisecond, and dozens of requests share it under load.
+  let now = 0
+  let start = ''
   return {
     log,
     request(entry) {
       if (!log.isLevelEnabled('info')) return
+      const time = Date.now()
+      if (time !== now) {
+        now = time
+        start = `${prefix}${time}${bindings}`
+      }
       destination.write(
-        `${prefix}${Date.now()}${bindings},"reqId":"${entry.reqId}","method":"${entry.method}","url":${quoted(entry.url)},"status":${entry.status},"ms":${entry.ms}${entry.aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
+        `${start}${entry.reqId}","method":"${entry.method}","url":${quoted(entry.url)},"status":${entry.status},"ms":${millisText(entry.ms)}${entry.aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
       )
     },
     flushSync: () => destination.flushSync(),
