@@ -54,6 +54,10 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     adminEmail: ADMIN_EMAIL,
     adminPassword: ADMIN_PASSWORD,
     ...options.app,
+  }).catch((error: unknown) => {
+    // A service refusing to start (a test of exactly that) leaves no folder of ours behind.
+    if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true })
+    throw error
   })
   const url = await app.listen(0, '127.0.0.1')
   const adminAuth = basic(ADMIN_EMAIL, ADMIN_PASSWORD)
