@@ -54,6 +54,8 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
 
 const server = createServer((req, res) => {
   handle(req, res).catch((error: unknown) => {
+    // curl closes as soon as the last byte is in; a body already ended was sent whole.
+    if (res.writableEnded && (error as { code?: unknown }).code === 'ERR_STREAM_PREMATURE_CLOSE') return
     process.stderr.write(`serve-disk-bare: ${String(error)}\n`)
     res.destroy()
   })
