@@ -19,7 +19,7 @@ export interface XvaOpen {
 
 /** The protocol between workers/pool.ts (main thread) and workers/pipeline-worker.ts. */
 export type ToWorker =
-  | { readonly type: 'open'; readonly id: number; readonly name: string; readonly options: Record<string, unknown> }
+  | { readonly type: 'open'; readonly id: number; readonly name: string }
   | { readonly type: 'data'; readonly id: number; readonly chunk: Uint8Array }
   | { readonly type: 'end'; readonly id: number }
   /** the main side consumed this many output bytes */

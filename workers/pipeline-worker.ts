@@ -29,10 +29,10 @@ function fail(id: number, error: unknown): void {
   post({ type: 'error', id, error: serialize(error) })
 }
 
-async function start(id: number, name: string, options: Record<string, unknown>): Promise<Transform> {
+async function start(id: number, name: string): Promise<Transform> {
   const factory = pipelines[name]
   if (factory === undefined) throw new Error(`no pipeline named ${name}`)
-  const transform = await factory(options)
+  const transform = await factory()
   const running = streams.get(id)
   transform.on('data', (chunk: Buffer) => {
     if (running === undefined || !streams.has(id)) return
@@ -93,7 +93,7 @@ port.on('message', (message: ToWorker) => {
   if (xvaMessage(message)) return
   const { id } = message
   if (message.type === 'open') {
-    const running: Running = { transform: start(id, message.name, message.options), unacked: 0 }
+    const running: Running = { transform: start(id, message.name), unacked: 0 }
     streams.set(id, running)
     running.transform.catch((error: unknown) => fail(id, error))
     return

@@ -1,11 +1,8 @@
 import type { Transform } from 'node:stream'
 import { decompressor } from '../src/formats/compression.js'
 
-/**
- * The per-byte transforms a worker can run, by name. Each takes its options
- * from the main thread (structured-clonable values only).
- */
-export type PipelineFactory = (options: Record<string, unknown>) => Transform | Promise<Transform>
+/** The per-byte transforms a worker can run, by name. */
+export type PipelineFactory = () => Transform | Promise<Transform>
 
 export const pipelines: Readonly<Record<string, PipelineFactory>> = {
   'zstd-decompress': () => decompressor('zstd'),

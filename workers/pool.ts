@@ -270,9 +270,9 @@ class XvaStream implements Job {
 
 /**
  * One pool of worker threads for per-byte work (zstd, gzip, checksums), so it
- * never blocks the event loop. A pipeline is a name from workers/pipelines.ts
- * and its options; streams spread over the least busy worker. Idle workers do
- * not keep the process alive.
+ * never blocks the event loop. A pipeline is a name from workers/pipelines.ts;
+ * streams spread over the least busy worker. Idle workers do not keep the
+ * process alive.
  */
 export class WorkerPool {
   readonly #size: number
@@ -321,11 +321,11 @@ export class WorkerPool {
   }
 
   /** A Duplex running pipeline `name` in a worker: write input, read output. */
-  transform(name: string, options: Record<string, unknown> = {}): Duplex {
+  transform(name: string): Duplex {
     const { id, post, release, slot } = this.#place()
     const stream = new PipelineStream(id, post, this.#window, release)
     slot.streams.set(id, stream)
-    post({ type: 'open', id, name, options })
+    post({ type: 'open', id, name })
     return stream
   }
 

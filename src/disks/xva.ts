@@ -10,7 +10,7 @@ import { feedImport } from './import.js'
 /** The per-byte stream work Keel runs off the main thread (workers/pool.ts). */
 export interface StreamWorkers {
   /** a named pipeline (workers/pipelines.ts) */
-  transform(name: string, options?: Record<string, unknown>): Duplex
+  transform(name: string): Duplex
   /** an XVA of `disks`, compressed as asked; each chunk is lent (formats/lending.ts) */
   encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression): AsyncIterable<Buffer>
 }

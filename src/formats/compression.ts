@@ -43,9 +43,9 @@ export const ZSTD_LEVEL = 1
  * A compressing stream; zstd without worker threads (they do not help on 2
  * cores and stall frame ends).
  */
-export function compressor(kind: Exclude<Compression, 'none'>, level?: number): Transform {
-  if (kind === 'zstd') return new CompressStream({ compressionLevel: level ?? ZSTD_LEVEL, checksumFlag: true })
-  return createGzip({ level: level ?? zlib.Z_BEST_SPEED })
+export function compressor(kind: Exclude<Compression, 'none'>): Transform {
+  if (kind === 'zstd') return new CompressStream({ compressionLevel: ZSTD_LEVEL, checksumFlag: true })
+  return createGzip({ level: zlib.Z_BEST_SPEED })
 }
 
 export function decompressor(kind: Exclude<Compression, 'none'>): Transform {
