@@ -43,9 +43,10 @@ type Post = (message: ToWorker, transfer?: ArrayBuffer[]) => void
 /**
  * Blocks read ahead of the encoder, and archive bytes waiting for the socket,
  * per XVA export, 12 MiB in all (workers/slots.ts). Measured over full disk
- * benchmark runs: 8 output slots 0.76–1.01 of `zstd -1` with Keel's peak RSS at
- * 144–162 MiB (over the 150 MiB bound in three runs of five); 4 slots 0.74–0.90
- * with 135–153 MiB (over once in six). The bound on memory is kept first.
+ * benchmark runs read by its earlier node client: 8 output slots peaked at
+ * 144–162 MiB of RSS (over the 150 MiB bound in three runs of five), 4 slots at
+ * 135–153 MiB (over once in six), for ratios to `zstd -1` of 0.76–1.01 and
+ * 0.74–0.90. Read by curl since, 4 slots measure 1.03–1.07 at 130–145 MiB.
  */
 const XVA_INPUT_SLOTS = 4
 export const XVA_OUTPUT_SLOTS = 4

@@ -21,4 +21,3 @@ export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4',
  * 113 MiB after one import instead of 100, and streams ran over 150 MiB (bench/RESULTS.md).
  */
 export const SERVICE_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: '131072' }
-
