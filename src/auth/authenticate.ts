@@ -3,8 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { LRUCache } from 'lru-cache'
 import { KeelError } from '../errors.js'
 import type { Principal } from './principal.js'
-import type { Directory } from './users.js'
-import type { TokenStore } from './tokens.js'
+import type { Directory, UserRecord } from './users.js'
+import type { ResolvedToken, TokenStore } from './tokens.js'
 import { hashPassword, verifyPassword } from './passwords.js'
 
 export const invalidCredentials = (): KeelError => new KeelError('INVALID_CREDENTIALS', 'invalid credentials')
@@ -12,8 +12,30 @@ export const invalidCredentials = (): KeelError => new KeelError('INVALID_CREDEN
 export interface Credentials {
   readonly cookie: string | undefined
   readonly authorization: string | undefined
-  /** the connection they came on (its socket), so that its next request with the same token is checked faster */
+  /** the connection they came on (its socket), so that its next request with the same headers is checked faster */
   readonly connection?: object
+}
+
+/**
+ * What a connection's last token request proved, kept while its credential headers, its token's
+ * store epoch and expiration, and its user's record all stay the same.
+ */
+interface ConnectionLogin {
+  readonly cookie: string | undefined
+  readonly authorization: string | undefined
+  readonly token: ResolvedToken
+  readonly epoch: number
+  readonly user: UserRecord
+  readonly principal: Principal
+}
+
+/** Equal texts (or both absent), in a time that depends only on their lengths. */
+function sameText(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b
+  if (a.length !== b.length) return false
+  let difference = 0
+  for (let i = 0; i < a.length; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i)
+  return difference === 0
 }
 
 interface VerifiedLogin {
@@ -59,6 +81,10 @@ export class Authenticator {
   readonly #verified = new LRUCache<string, VerifiedLogin>({ max: 1000, ttl: 5 * 60_000 })
   readonly #cacheKey = randomBytes(32)
   readonly #pending = new Map<string, Promise<unknown>>()
+  // A client sends the same headers on every request of a connection: compared with the ones it sent
+  // before, they skip parsing the cookie, hashing the token and building the principal. The headers
+  // are compared whole, as node:http keeps them, faster than the token sliced out of them.
+  readonly #byConnection = new WeakMap<object, ConnectionLogin>()
   #dummyHash: Promise<string> | undefined
 
   constructor(directory: Directory, tokens: TokenStore, options: { failureDelay: number }) {
@@ -72,6 +98,17 @@ export class Authenticator {
    * checked synchronously (remembered by hash); only a password may have to wait.
    */
   authenticate(credentials: Credentials): Principal | undefined | Promise<Principal> {
+    const { connection } = credentials
+    const last = connection === undefined ? undefined : this.#byConnection.get(connection)
+    if (
+      last !== undefined &&
+      sameText(last.cookie, credentials.cookie) &&
+      sameText(last.authorization, credentials.authorization) &&
+      this.#tokens.holds(last.token, last.epoch) &&
+      this.#directory.user(last.user.id) === last.user
+    ) {
+      return last.principal
+    }
     const cookieToken = readCookie(credentials.cookie, 'authenticationToken') ?? readCookie(credentials.cookie, 'token')
     const { authorization } = credentials
     if (cookieToken !== undefined && authorization !== undefined) {
@@ -80,14 +117,14 @@ export class Authenticator {
         'Having multiple authentication methods is not supported, please choose one',
       )
     }
-    if (cookieToken !== undefined) return this.#byToken(cookieToken, credentials.connection)
+    if (cookieToken !== undefined) return this.#byToken(cookieToken, credentials)
     if (authorization === undefined) return undefined
 
     const space = authorization.indexOf(' ')
     const scheme = space === -1 ? authorization : authorization.slice(0, space)
     const value = space === -1 ? '' : authorization.slice(space + 1).trim()
     if (value === '') throw new KeelError('MALFORMED_AUTHORIZATION', 'Malformed Authorization header')
-    if (scheme.toLowerCase() === 'bearer') return this.#byToken(value, credentials.connection)
+    if (scheme.toLowerCase() === 'bearer') return this.#byToken(value, credentials)
     if (scheme.toLowerCase() !== 'basic') {
       throw new KeelError('MALFORMED_AUTHORIZATION', `unsupported authorization scheme ${scheme}`)
     }
@@ -97,11 +134,15 @@ export class Authenticator {
     return this.#byPassword(decoded.slice(0, colon), decoded.slice(colon + 1))
   }
 
-  #byToken(secret: string, connection: object | undefined): Principal {
-    const userId = this.#tokens.resolve(secret, connection)
-    const user = userId === undefined ? undefined : this.#directory.user(userId)
-    if (user === undefined) throw invalidCredentials()
-    return { id: user.id, email: user.email, permission: user.permission, via: 'token' }
+  #byToken(secret: string, credentials: Credentials): Principal {
+    const epoch = this.#tokens.epoch
+    const token = this.#tokens.resolve(secret)
+    const user = token === undefined ? undefined : this.#directory.user(token.userId)
+    if (token === undefined || user === undefined) throw invalidCredentials()
+    const principal: Principal = { id: user.id, email: user.email, permission: user.permission, via: 'token' }
+    const { connection, cookie, authorization } = credentials
+    if (connection !== undefined) this.#byConnection.set(connection, { cookie, authorization, token, epoch, user, principal })
+    return principal
   }
 
   async #byPassword(email: string, password: string): Promise<Principal> {

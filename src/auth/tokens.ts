@@ -24,20 +24,10 @@ interface TokenRow {
 // The one-shot form: a Hash object per request showed in the single-object profile.
 const hashSecret = (secret: string): string => hash('sha256', secret, 'base64url')
 
-/** Equal texts, in a time that depends only on their lengths. */
-function sameText(a: string, b: string): boolean {
-  if (a.length !== b.length) return false
-  let difference = 0
-  for (let i = 0; i < a.length; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i)
-  return difference === 0
-}
-
-/** The token a connection presented last, and what it resolved to while nothing changed. */
-interface LastToken {
-  readonly secret: string
+/** What a valid token resolved to, while the store's `epoch` stays the same. */
+export interface ResolvedToken {
   readonly userId: string
   readonly expiration: number
-  readonly epoch: number
 }
 
 function toListed(row: TokenRow): ListedToken {
@@ -66,11 +56,7 @@ export class TokenStore {
   readonly #deleteByHash: Statement<[string]>
   // Every token-authenticated request resolves its token: the answer is remembered by hash, with the
   // token's expiration, until the token is revoked, pruned, or ended with its user's password.
-  readonly #resolved = new LRUCache<string, { readonly userId: string; readonly expiration: number }>({ max: 10_000 })
-  // A client sends the same token on every request of a connection: checked against the one it sent
-  // before, it skips the SHA-256 and the cache lookup. Any change to any token moves the epoch, which
-  // sends every connection back to the lookup by hash.
-  readonly #lastByConnection = new WeakMap<object, LastToken>()
+  readonly #resolved = new LRUCache<string, ResolvedToken>({ max: 10_000 })
   #epoch = 0
 
   constructor(db: Db, clientKey: Buffer, clock: () => number) {
@@ -122,14 +108,20 @@ export class TokenStore {
   }
 
   /**
-   * The owner of a valid, unexpired token, or undefined. `connection` (the
-   * socket) lets a connection's next request with the same token skip the hash.
+   * Moves whenever any token is created again, revoked, pruned or ended with its user's password:
+   * what was resolved under another epoch may no longer hold.
    */
-  resolve(secret: string, connection?: object): string | undefined {
-    const last = connection === undefined ? undefined : this.#lastByConnection.get(connection)
-    if (last !== undefined && last.epoch === this.#epoch && sameText(last.secret, secret) && last.expiration > this.#clock()) {
-      return last.userId
-    }
+  get epoch(): number {
+    return this.#epoch
+  }
+
+  /** Whether a token resolved under `epoch` still holds now: nothing changed since, and it has not expired. */
+  holds(resolved: ResolvedToken, epoch: number): boolean {
+    return epoch === this.#epoch && resolved.expiration > this.#clock()
+  }
+
+  /** The owner and expiration of a valid, unexpired token, or undefined. */
+  resolve(secret: string): ResolvedToken | undefined {
     const hash = hashSecret(secret)
     let known = this.#resolved.get(hash)
     if (known === undefined) {
@@ -145,10 +137,7 @@ export class TokenStore {
       this.#deleteByHash.run(hash)
       return undefined
     }
-    if (connection !== undefined) {
-      this.#lastByConnection.set(connection, { secret, userId: known.userId, expiration: known.expiration, epoch: this.#epoch })
-    }
-    return known.userId
+    return known
   }
 
   /** Forgets what was remembered of a user's tokens, after they were ended elsewhere (a password change). */

@@ -77,14 +77,15 @@ t.test('on one keep-alive connection, which remembers its token, every change ap
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   t.teardown(() => agent.destroy())
   /** A GET on the one connection: its status, and whether the connection was the one already open. */
-  const get = (path: string, token: Token): Promise<{ status: number; reused: boolean }> =>
+  const getWith = (path: string, headers: Record<string, string>): Promise<{ status: number; reused: boolean }> =>
     new Promise((resolve, reject) => {
-      const req = httpGet(server.url + path, { agent, headers: withToken(token).headers }, (res) => {
+      const req = httpGet(server.url + path, { agent, headers }, (res) => {
         res.resume()
         res.once('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
       })
       req.once('error', reject)
     })
+  const get = (path: string, token: Token): Promise<{ status: number; reused: boolean }> => getWith(path, withToken(token).headers)
 
   const { id, token } = await userWithToken(server, 'connection@example.net')
   t.same(await get(`/rest/v0/users/${id}`, token), { status: 200, reused: false })
@@ -109,4 +110,18 @@ t.test('on one keep-alive connection, which remembers its token, every change ap
   t.same(await get(`/rest/v0/users/${third.id}`, third.token), { status: 200, reused: true })
   t.equal((await server.request(`/rest/v0/users/${third.id}`, jsonBody({ password: 'another-one' }, 'PATCH'))).status, 204)
   t.same(await get(`/rest/v0/users/${third.id}`, third.token), { status: 401, reused: true }, 'ended with its password')
+
+  const admin = await userWithToken(server, 'connection-admin@example.net', 'admin')
+  t.same(await get('/rest/v0/acl-audit', admin.token), { status: 200, reused: true }, 'an administrator route')
+  t.equal((await server.request(`/rest/v0/users/${admin.id}`, jsonBody({ permission: 'none' }, 'PATCH'))).status, 204)
+  t.same(await get('/rest/v0/acl-audit', admin.token), { status: 403, reused: true }, 'demoted')
+  t.same(await get(`/rest/v0/users/${admin.id}`, admin.token), { status: 200, reused: true })
+  t.equal((await server.request(`/rest/v0/users/${admin.id}`, { method: 'DELETE' })).status, 204)
+  t.same(await get(`/rest/v0/users/${admin.id}`, admin.token), { status: 401, reused: true }, 'deleted')
+
+  const fourth = await userWithToken(server, 'connection-4@example.net')
+  t.same(await get(`/rest/v0/users/${fourth.id}`, fourth.token), { status: 200, reused: true })
+  const basicOnIt = await getWith(`/rest/v0/users/${fourth.id}`, { authorization: basic('connection-4@example.net', 'wrong-password') })
+  t.same(basicOnIt, { status: 401, reused: true }, 'other credentials on it are checked anew')
+  t.same(await get(`/rest/v0/users/${fourth.id}`, fourth.token), { status: 200, reused: true })
 })
