@@ -18,6 +18,7 @@ import { KeelResponse } from './response.js'
 import { deferContinue, isAwaitingContinue } from './continue.js'
 import { JSON_BODY_TIMEOUT, watchIdle, withinBodyTimeout } from './timeouts.js'
 import type { Router, RouteMatch } from './router.js'
+import type { RouteContext } from './route.js'
 import type { StreamPacer } from './stream-pacer.js'
 
 export interface HttpOptions {
@@ -52,15 +53,11 @@ type Maybe<T> = T | Promise<T>
 
 const isPromise = <T>(value: Maybe<T>): value is Promise<T> => value instanceof Promise
 
-/** Runs `next` on a value now, or once its promise settles: no microtask where nothing waits. */
-function then<T, R>(value: Maybe<T>, next: (value: T) => Maybe<R>): Maybe<R> {
-  return isPromise(value) ? value.then(next) : next(value)
-}
-
 /**
- * Routes, authenticates, authorizes, validates and runs a request. It stays
+ * Routes and authenticates a request, then `admit`s it. Each step stays
  * synchronous as long as nothing has to wait (a token, no body, a synchronous
- * handler): on the hot path a promise per step costs more than the step.
+ * handler), and a closure is made only where something does: on the hot path
+ * a promise or a closure per step cost more than the step.
  */
 function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string, answered: Answered): Maybe<void> {
   const target = req.url ?? '/'
@@ -69,6 +66,7 @@ function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse,
   }
   const queryStart = target.indexOf('?')
   const path = queryStart === -1 ? target : target.slice(0, queryStart)
+  const queryText = queryStart === -1 ? '' : target.slice(queryStart + 1)
   const method = req.method ?? 'GET'
   const match: RouteMatch | undefined = options.router.find(method, path)
   if (match === undefined) {
@@ -79,35 +77,47 @@ function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse,
     }
     throw new KeelError('NO_SUCH_ROUTE', `no such route ${method} ${path}`, { method, path })
   }
-  const { route, params } = match
-  const { def } = route
+  const { def } = match.route
   answered.route = def.path
   if (def.idleTimeout !== undefined) watchIdle(req, res, def.idleTimeout === 'default' ? options.idleTimeout : def.idleTimeout)
+  if (def.access.public) return admit(options, req, res, requestId, match, queryText, undefined)
+  const caller = options.authenticator.authenticate({ cookie: req.headers.cookie, authorization: req.headers.authorization, connection: req.socket })
+  return isPromise(caller)
+    ? caller.then((known) => admit(options, req, res, requestId, match, queryText, known))
+    : admit(options, req, res, requestId, match, queryText, caller)
+}
 
-  const authenticated = def.access.public
-    ? undefined
-    : options.authenticator.authenticate({ cookie: req.headers.cookie, authorization: req.headers.authorization, connection: req.socket })
-  return then(authenticated, (caller) => {
-    let principal: Principal | undefined
-    if (!def.access.public) {
-      if (caller === undefined) throw invalidCredentials()
-      principal = isAdmin(caller) ? caller : { ...caller, privileges: options.scopeOf(caller.id) }
-      authorize(def.access, principal, params)
+/** Authorizes, validates and runs a routed request: `caller` is who authenticated, if the route is not public. */
+function admit(
+  options: HttpOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  { route, params }: RouteMatch,
+  queryText: string,
+  caller: Principal | undefined,
+): Maybe<void> {
+  const { def } = route
+  let principal: Principal | undefined
+  if (!def.access.public) {
+    if (caller === undefined) throw invalidCredentials()
+    principal = isAdmin(caller) ? caller : { ...caller, privileges: options.scopeOf(caller.id) }
+    authorize(def.access, principal, params)
+  }
+  route.checkParams?.(params)
+  const query = route.checkQuery?.(new URLSearchParams(queryText)) ?? {}
+  const ctx: RouteContext = { req, res, params, query, body: undefined, principal, requestId, log: options.log }
+  const { checkBody } = route
+  if (checkBody === undefined) return def.handler(ctx)
+  const body = withinBodyTimeout(req, res, JSON_BODY_TIMEOUT, readJsonBody(req, options.maxJsonBodySize))
+  const run = (value: unknown): Maybe<void> => {
+    if (value === undefined && def.bodyRequired) {
+      throw new KeelError('INVALID_PARAMETERS', 'a JSON body is required', { errors: [{ path: 'body', message: 'is required' }] })
     }
-    route.checkParams?.(params)
-    const query = route.checkQuery?.(new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1))) ?? {}
-    const body: Maybe<unknown> =
-      route.checkBody === undefined ? undefined : withinBodyTimeout(req, res, JSON_BODY_TIMEOUT, readJsonBody(req, options.maxJsonBodySize))
-    return then(body, (value) => {
-      if (route.checkBody !== undefined) {
-        if (value === undefined && def.bodyRequired) {
-          throw new KeelError('INVALID_PARAMETERS', 'a JSON body is required', { errors: [{ path: 'body', message: 'is required' }] })
-        }
-        if (value !== undefined) route.checkBody(value)
-      }
-      return def.handler({ req, res, params, query, body: value, principal, requestId, log: options.log })
-    })
-  })
+    if (value !== undefined) checkBody(value)
+    return def.handler({ ...ctx, body: value })
+  }
+  return isPromise(body) ? body.then(run) : run(body)
 }
 
 /** A failed request's answer: its error, or a cut connection once its headers are gone. */
