@@ -19,8 +19,8 @@ import type { LoadRequest, LoadResult } from './load-child.js'
 const duration = Number(process.env['BENCH_DURATION'] ?? 10)
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50)
 const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
-/** Runs per side and route, interleaved; the best of each side is kept. */
-const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 3)
+/** Runs per side and route, interleaved (an even number puts each side first equally often); the best of each side is kept. */
+const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 4)
 const pin = spawnSync('taskset', ['-c', '0,1', 'true']).status === 0
 /** `BENCH_ONLY=http,acl,...`: the sections to run (all when unset). */
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
@@ -64,6 +64,8 @@ async function main(): Promise<void> {
       { name: 'one VM', path: `/rest/v0/vms/${vm.id}`, unique: false, headerless: true },
     ]
     const rows: string[] = []
+    /** Each round's own ratio, its two runs next to each other in time: how much of a row's spread is the machine's. */
+    const roundNotes: string[] = []
     const row = (name: string, keelResult: LoadResult, bareResult: LoadResult): string =>
       `| ${name} | ${keelResult.requests.toFixed(0)} | ${keelResult.p99.toFixed(2)} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99.toFixed(2)} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${(keelResult.p99 / bareResult.p99).toFixed(2)} | ${keelResult.errors + bareResult.errors} |`
     for (const item of runs('http') ? cases : []) {
@@ -79,24 +81,37 @@ async function main(): Promise<void> {
       const headerless = item.headerless ? await start('serve-bare.js', [file, contentType]) : undefined
       if (headerless !== undefined) children.push(headerless.child)
       // Runs of the sides interleaved, the best of each kept: on this shared machine one
-      // run of the bare server measured anywhere between 80k and 98k req/s.
-      let keelResult: LoadResult | undefined
-      let bareResult: LoadResult | undefined
-      let headerlessResult: LoadResult | undefined
+      // run of the bare server measured anywhere between 80k and 98k req/s. Every other
+      // round runs them in reverse order, so that neither side always goes first.
+      const sides = [
+        { name: 'keel', url: keel.url + item.path, headers, unique: item.unique },
+        { name: 'bare', url: bare.url + '/', headers: {}, unique: false },
+        ...(headerless === undefined ? [] : [{ name: 'headerless', url: headerless.url + '/', headers: {}, unique: false }]),
+      ]
+      const kept = new Map<string, LoadResult>()
+      const rounds: string[] = []
       for (let run = 0; run < httpRuns; run++) {
-        keelResult = best(keelResult, await load(keel.url + item.path, headers, item.unique))
-        bareResult = best(bareResult, await load(bare.url + '/', {}))
-        if (headerless !== undefined) headerlessResult = best(headerlessResult, await load(headerless.url + '/', {}))
+        const round = new Map<string, LoadResult>()
+        for (const side of run % 2 === 0 ? sides : [...sides].reverse()) {
+          const result = await load(side.url, side.headers, side.unique)
+          round.set(side.name, result)
+          kept.set(side.name, best(kept.get(side.name), result))
+        }
+        rounds.push(((round.get('keel')?.requests ?? NaN) / (round.get('bare')?.requests ?? NaN)).toFixed(2))
       }
+      const keelResult = kept.get('keel')
+      const bareResult = kept.get('bare')
+      const headerlessResult = kept.get('headerless')
       if (keelResult === undefined || bareResult === undefined) throw new Error('BENCH_HTTP_RUNS must be at least 1')
       bare.child.kill('SIGTERM')
       headerless?.child.kill('SIGTERM')
       rows.push(row(`${item.name} (${bytes.length} B)`, keelResult, bareResult))
+      roundNotes.push(`- ${item.name}: Keel / bare round by round ${rounds.join(', ')}`)
       if (headerlessResult !== undefined) rows.push(row(`${item.name}, against a bare server without X-Request-Id`, keelResult, headerlessResult))
     }
     if (runs('http')) {
       process.stdout.write('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | p99 Keel / bare | errors |\n|---|---|---|---|---|---|---|---|\n')
-      process.stdout.write(rows.join('\n') + '\n\n')
+      process.stdout.write(rows.join('\n') + '\n\n' + roundNotes.join('\n') + '\n\n')
     }
     if (runs('acl')) {
       process.stdout.write('Access control: 50 selector privileges (50 connections, same listing):\n\n')

@@ -38,6 +38,8 @@ export class Metrics {
   // Keyed level by level by the route's and method's own strings, which are
   // constants: a key built per request cost an allocation and a hash each time.
   readonly #series = new Map<string, Map<string, RouteSeries>>()
+  /** The series answered last: a client polling one route finds it without a lookup. */
+  #last: { readonly route: string; readonly method: string; readonly series: RouteSeries } | undefined
 
   constructor() {
     const registers = [this.registry]
@@ -73,14 +75,8 @@ export class Metrics {
   }
 
   observeRequest(route: string, method: string, status: number, seconds: number): void {
-    let methods = this.#series.get(route)
-    if (methods === undefined) this.#series.set(route, (methods = new Map()))
-    let series = methods.get(method)
-    if (series === undefined) {
-      const labels = `route="${label(route)}",method="${label(method)}"`
-      series = { labels, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length), statuses: new Map() }
-      methods.set(method, series)
-    }
+    const last = this.#last
+    const series = last !== undefined && last.route === route && last.method === method ? last.series : this.#seriesOf(route, method)
     series.count++
     series.sum += seconds
     let bucket = 0
@@ -89,6 +85,19 @@ export class Metrics {
     let requests = series.statuses.get(status)
     if (requests === undefined) series.statuses.set(status, (requests = { labels: `${series.labels},status="${status}"`, count: 0 }))
     requests.count++
+  }
+
+  #seriesOf(route: string, method: string): RouteSeries {
+    let methods = this.#series.get(route)
+    if (methods === undefined) this.#series.set(route, (methods = new Map()))
+    let series = methods.get(method)
+    if (series === undefined) {
+      const labels = `route="${label(route)}",method="${label(method)}"`
+      series = { labels, count: 0, sum: 0, buckets: new Float64Array(BUCKETS.length), statuses: new Map() }
+      methods.set(method, series)
+    }
+    this.#last = { route, method, series }
+    return series
   }
 
   /** The Prometheus text exposition. */

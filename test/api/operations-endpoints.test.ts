@@ -29,15 +29,19 @@ t.test('GET /healthz answers 503 when the store does not answer', async (t) => {
 t.test('GET /metrics: Prometheus text for administrators or the scrape token', async (t) => {
   const server = await startServer({ config: { metrics: { token: SCRAPE_TOKEN } } })
   t.teardown(() => server.close())
+  // Routes and methods alternate, so each answer is counted in its own series, not the previous one's.
   await server.request('/rest/v0/vms?limit=1')
   await server.request('/rest/v0/vms/nope')
+  await server.request('/rest/v0/vms?limit=1')
+  await server.request('/rest/v0/vms?limit=1', { method: 'HEAD' })
 
   const admin = await server.request('/metrics')
   t.equal(admin.status, 200)
   t.match(admin.headers.get('content-type'), /^text\/plain/)
   const text = await admin.text()
-  t.match(text, /keel_http_requests_total\{route="\/rest\/v0\/vms",method="GET",status="200"\} 1/)
-  t.match(text, /keel_http_requests_total\{route="\/rest\/v0\/vms\/:id",method="GET",status="404"\} 1/)
+  t.match(text, /keel_http_requests_total\{route="\/rest\/v0\/vms",method="GET",status="200"\} 2\n/)
+  t.match(text, /keel_http_requests_total\{route="\/rest\/v0\/vms",method="HEAD",status="200"\} 1\n/)
+  t.match(text, /keel_http_requests_total\{route="\/rest\/v0\/vms\/:id",method="GET",status="404"\} 1\n/)
   t.match(text, /keel_http_request_duration_seconds_bucket\{le="0\.005",route="\/rest\/v0\/vms",method="GET"\}/)
   t.match(text, /keel_event_loop_delay_seconds\{stat="p99"\}/)
   t.match(text, /keel_process_memory_bytes\{kind="rss"\} \d+/)
