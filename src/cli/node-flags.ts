@@ -15,7 +15,8 @@
  * computed symbol keys, and in most Keel processes that literal's sites went megamorphic during
  * start-up, after which optimized code defined both keys through a runtime call on every tick
  * (several ticks a request): 9 µs of user time per single-object read instead of 7. Processes
- * measured fast at 7 µs: 0 of 10 with the default, 7 of 10 with 16, 9 of 10 with 64 (bench/RESULTS.md).
+ * measured fast at 7 µs: 4 of 22 with the default, 7 of 10 with 16, 9 of 10 with 64 (bench/RESULTS.md).
+ * The flag makes the slow mode rarer, not impossible.
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--expose-gc', '--max-valid-polymorphic-map-count=64']
 
