@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=4 --expose-gc --max-valid-polymorphic-map-count=64
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=4 --expose-gc
 import { resolve } from 'node:path'
 import { createApp } from '../app.js'
 import { ConfigError, loadConfig } from '../config/config.js'

@@ -9,16 +9,8 @@
  *
  * `--expose-gc`: uploads collect the young generation every 4 MiB of body (http/upload-body.ts),
  * the one way to free the chunks node:http allocates for a body before tens of MiB of them pile up.
- *
- * `--max-valid-polymorphic-map-count=64` (V8's default is 4): a site that has seen more maps than
- * this goes megamorphic for good. Node 20's `process.nextTick` builds each tick's object with
- * computed symbol keys, and in most Keel processes optimized code ended up defining both keys
- * through a runtime call on every tick (several ticks a request), the generic path such a site
- * takes: 9 µs of user time per single-object read instead of 7 (perf, bench/RESULTS.md). Processes
- * measured fast at 7 µs: 4 of 22 with the default, 7 of 10 with 16, 9 of 10 with 64 (bench/RESULTS.md).
- * The flag makes the slow mode rarer, not impossible.
  */
-export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--expose-gc', '--max-valid-polymorphic-map-count=64']
+export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--expose-gc']
 
 /**
  * The environment the service runs with, passed the same ways as its flags.

@@ -20,6 +20,7 @@ import { JSON_BODY_TIMEOUT, watchIdle, withinBodyTimeout } from './timeouts.js'
 import type { Router, RouteMatch } from './router.js'
 import type { RouteContext } from './route.js'
 import type { StreamPacer } from './stream-pacer.js'
+import { holdTickShape } from './tick-shape.js'
 
 export interface HttpOptions {
   readonly router: Router
@@ -145,6 +146,7 @@ function account(options: HttpOptions, req: IncomingMessage, res: ServerResponse
 
 export function createHttpServer(options: HttpOptions): Server {
   const { log } = options
+  holdTickShape()
   // Headers may be larger than Node's 16 KiB default so that an overlong target meets the router's 414 first.
   // No requestTimeout: a disk upload may rightly take hours; stalls are what the idle timeout cuts.
   const server = createServer({ ServerResponse: KeelResponse, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: MAX_HEADER_SIZE })
