@@ -1,0 +1,35 @@
+import t from 'tap'
+import { spawnSync } from 'node:child_process'
+
+/** Runs `body` in a node process with `log`, the service log at `level`, and returns what it wrote to stderr. */
+function stderrOf(level: string, body: string): string {
+  const module = new URL('../../src/log.js', import.meta.url).href
+  const script = `import { createServiceLog } from ${JSON.stringify(module)}\nconst log = createServiceLog(${JSON.stringify(level)})\n${body}\nlog.flushSync()\n`
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })
+  if (run.status !== 0) throw new Error(`the log script failed: ${run.stderr}`)
+  return run.stderr
+}
+
+const entry = (reqId: string, status = 200, aborted = false): string =>
+  `log.request({ reqId: ${JSON.stringify(reqId)}, method: 'GET', url: '/rest/v0/vms?filter=name_label:"a\\\\b"', status: ${status}, ms: 1.5, aborted: ${aborted} })`
+
+t.test('a request line is one JSON object in pino’s shape', (t) => {
+  const lines = stderrOf('info', [entry('one'), entry('two', 499, true)].join('\n')).trim().split('\n')
+  t.equal(lines.length, 2)
+  const [first, second] = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+  t.match(first, { level: 30, time: Number, pid: Number, hostname: String, reqId: 'one', method: 'GET', url: '/rest/v0/vms?filter=name_label:"a\\b"', status: 200, ms: 1.5, msg: 'request' })
+  t.notOk('aborted' in (first ?? {}), 'a finished request says nothing of aborting')
+  t.match(second, { reqId: 'two', status: 499, aborted: true, msg: 'request' })
+  t.end()
+})
+
+t.test('request lines follow the logger’s level as it changes', (t) => {
+  const body = [entry('at info'), "log.log.level = 'warn'", entry('at warn'), "log.log.level = 'debug'", entry('at debug')].join('\n')
+  const ids = stderrOf('info', body)
+    .trim()
+    .split('\n')
+    .map((line) => (JSON.parse(line) as { reqId: string }).reqId)
+  t.same(ids, ['at info', 'at debug'])
+  t.equal(stderrOf('error', entry('quiet')), '', 'a service started above info writes none')
+  t.end()
+})
