@@ -84,7 +84,7 @@ async function main(): Promise<void> {
       const sides = [
         { name: 'keel', url: keel.url + item.path, headers, unique: item.unique },
         { name: 'bare', url: bare.url + '/', headers, unique: false },
-        // The baseline as runs before 2026-11-26 measured it, sent no cookie: their ratios stay comparable.
+        // The baseline as earlier runs measured it, sent no cookie: their ratios stay comparable.
         ...(item.cookieless ? [{ name: 'cookieless', url: bare.url + '/', headers: {}, unique: false }] : []),
       ]
       const kept = new Map<string, LoadResult>()
