@@ -20,7 +20,7 @@ const duration = Number(process.env['BENCH_DURATION'] ?? 10)
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50)
 const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
 /** Runs per side and route, interleaved (an even number puts each side first equally often); the best of each side is kept. */
-const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 4)
+const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 6)
 const pin = spawnSync('taskset', ['-c', '0,1', 'true']).status === 0
 /** `BENCH_ONLY=http,acl,...`: the sections to run (all when unset). */
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())

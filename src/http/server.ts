@@ -18,6 +18,7 @@ import { KeelResponse } from './response.js'
 import { deferContinue, isAwaitingContinue } from './continue.js'
 import { JSON_BODY_TIMEOUT, watchIdle, withinBodyTimeout } from './timeouts.js'
 import type { Router, RouteMatch } from './router.js'
+import { ConnectionRoutes } from './connection-routes.js'
 import type { RouteContext } from './route.js'
 import type { StreamPacer } from './stream-pacer.js'
 import { holdTickShape } from './tick-shape.js'
@@ -60,16 +61,20 @@ const isPromise = <T>(value: Maybe<T>): value is Promise<T> => value instanceof 
  * handler), and a closure is made only where something does: on the hot path
  * a promise or a closure per step cost more than the step.
  */
-function handle(options: HttpOptions, req: IncomingMessage, res: ServerResponse, requestId: string, answered: Answered): Maybe<void> {
+function handle(
+  options: HttpOptions,
+  routes: ConnectionRoutes,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  answered: Answered,
+): Maybe<void> {
   const target = req.url ?? '/'
   if (target.length > (options.maxUrlLength ?? MAX_URL_LENGTH)) {
     throw new KeelError('URI_TOO_LONG', 'request target is too long', { limit: options.maxUrlLength ?? MAX_URL_LENGTH })
   }
-  const queryStart = target.indexOf('?')
-  const path = queryStart === -1 ? target : target.slice(0, queryStart)
-  const queryText = queryStart === -1 ? '' : target.slice(queryStart + 1)
   const method = req.method ?? 'GET'
-  const match: RouteMatch | undefined = options.router.find(method, path)
+  const { path, queryText, match } = routes.route(req.socket, method, target)
   if (match === undefined) {
     const allowed = options.router.allowedMethods(path)
     if (allowed.length > 0) {
@@ -147,6 +152,7 @@ function account(options: HttpOptions, req: IncomingMessage, res: ServerResponse
 export function createHttpServer(options: HttpOptions): Server {
   const { log } = options
   holdTickShape()
+  const routes = new ConnectionRoutes(options.router)
   // Headers may be larger than Node's 16 KiB default so that an overlong target meets the router's 414 first.
   // No requestTimeout: a disk upload may rightly take hours; stalls are what the idle timeout cuts.
   const server = createServer({ ServerResponse: KeelResponse, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000, maxHeaderSize: MAX_HEADER_SIZE })
@@ -158,7 +164,7 @@ export function createHttpServer(options: HttpOptions): Server {
     const answered: Answered = { route: 'unmatched' }
     let pending: Maybe<void> = undefined
     try {
-      pending = handle(options, req, res, requestId, answered)
+      pending = handle(options, routes, req, res, requestId, answered)
       if (isPromise(pending)) pending.catch((error: unknown) => fail(options, req, res, requestId, error))
     } catch (error) {
       fail(options, req, res, requestId, error)
