@@ -12,6 +12,7 @@ import { serializationBench } from './serialize.js'
 import { formatsBench } from './formats.js'
 import { disksBench, disksBenchOptions } from './disks.js'
 import { backupsBench, backupsBenchOptions } from './backups.js'
+import { instructionsBench, instructionsOptions } from './instructions.js'
 import { runScript, startServer, type Server } from './keel-client.js'
 import type { XoRecord } from '../src/driver/types.js'
 import type { LoadRequest, LoadResult } from './load-child.js'
@@ -24,7 +25,7 @@ const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 6)
 const pin = spawnSync('taskset', ['-c', '0,1', 'true']).status === 0
 /** `BENCH_ONLY=http,acl,...`: the sections to run (all when unset). */
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
-const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events'): boolean =>
+const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'instructions'): boolean =>
   only === undefined || only.includes(section)
 
 /** The server gets core 0 and the load generator the rest, as in the notes' pinned series. */
@@ -131,6 +132,8 @@ async function main(): Promise<void> {
     // Its own Keel too; sizes from BENCH_BACKUP_* (bench/backups.ts).
     if (runs('backups')) process.stdout.write('\n' + (await backupsBench(backupsBenchOptions(pin))))
     if (runs('events')) process.stdout.write('\n' + (await eventsBench({ connections: 1000, changes: 10000, vms: 1000, pin })))
+    // Its own Keel and baseline, under valgrind; sizes from BENCH_INSTRUCTIONS_* (bench/instructions.ts).
+    if (runs('instructions')) process.stdout.write('\n' + (await instructionsBench(instructionsOptions())))
   } finally {
     for (const child of children) child.kill('SIGTERM')
     rmSync(dataDir, { recursive: true, force: true })
