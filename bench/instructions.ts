@@ -3,14 +3,13 @@
 // valgrind's callgrind. Counts do not move with the machine's load as req/s does (on 2026-11-25 the
 // bare server's CPU time per request ranged 17–35 µs within minutes), so a change to the hot path
 // shows here even when the HTTP table cannot tell it from noise. Skipped without valgrind.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
 import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
-import { packageRoot } from '../src/paths.js'
+import { Api, runScript } from './keel-client.js'
 
 export interface InstructionsOptions {
   readonly vms: number
@@ -32,20 +31,19 @@ interface Counted {
 }
 
 /** A bench/ server script under callgrind, counting nothing until told to; resolves with the URL it prints. */
-function underCallgrind(dir: string, name: string, script: string, args: readonly string[], service: boolean): Promise<Counted> {
+async function underCallgrind(dir: string, name: string, script: string, args: readonly string[], service: boolean): Promise<Counted> {
   const out = join(dir, `${name}.callgrind`)
-  const node = [process.execPath, ...(service ? SERVICE_NODE_FLAGS : []), '--perf-basic-prof', join(packageRoot, 'dist/bench', script), ...args]
-  const child = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}`, ...node], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-    env: { ...process.env, ...(service ? SERVICE_ENV : {}) },
+  const { child, line } = await runScript(script, args, {
+    core: undefined,
+    stderr: 'ignore',
+    nodeFlags: [...(service ? SERVICE_NODE_FLAGS : []), '--perf-basic-prof'],
+    env: service ? SERVICE_ENV : {},
+    wrapper: ['valgrind', '--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}`],
   })
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${script} under callgrind exited with ${code}`)))
-    createInterface({ input: child.stdout! }).once('line', (url) => resolve({ child, url, out }))
-  })
+  return { child, url: line, out }
 }
 
-async function load(url: string, headers: Record<string, string>, amount: number): Promise<void> {
+async function load(url: string, headers: Readonly<Record<string, string>>, amount: number): Promise<void> {
   const result = await autocannon({ url, headers, connections: 10, amount })
   if (result.non2xx + result.errors > 0) throw new Error(`${url}: ${result.non2xx} answers not 2xx, ${result.errors} errors`)
 }
@@ -86,7 +84,7 @@ function inclusive(file: string, pid: number): Map<string, number> {
 }
 
 /** Counts `measured` requests of `path` after `warmup` uncounted ones; the counts per request of the functions named. */
-async function count(server: Counted, path: string, headers: Record<string, string>, options: InstructionsOptions, names: Readonly<Record<string, RegExp>>): Promise<Record<string, number>> {
+async function count(server: Counted, path: string, headers: Readonly<Record<string, string>>, options: InstructionsOptions, names: Readonly<Record<string, RegExp>>): Promise<Record<string, number>> {
   const pid = server.child.pid!
   await load(server.url + path, headers, options.warmup)
   control(pid, '-i', 'on')
@@ -123,9 +121,7 @@ export async function instructionsBench(options: InstructionsOptions): Promise<s
   try {
     const keel = await underCallgrind(dir, 'keel', 'serve-keel.js', [join(dir, 'data'), String(options.vms), String(Math.max(3, Math.round(options.vms / 200)))], true)
     children.push(keel.child)
-    const auth = { authorization: 'Basic ' + Buffer.from('admin@admin.net:bench-password').toString('base64') }
-    const created = await fetch(`${keel.url}/rest/v0/users/me/authentication_tokens`, { method: 'POST', headers: auth })
-    const headers = { cookie: `authenticationToken=${((await created.json()) as { token: { id: string } }).token.id}` }
+    const { headers } = await Api.login(keel.url)
     const [href] = (await (await fetch(`${keel.url}/rest/v0/vms?filter=power_state:Running&limit=1`, { headers })).json()) as string[]
     if (href === undefined) throw new Error('no running VM in the generated lab')
     const answer = await fetch(keel.url + href, { headers })

@@ -22,7 +22,8 @@ export interface Server {
 }
 
 /**
- * Runs a dist/bench/ script in a node process of its own, on `core` when one is given, and
+ * Runs a dist/bench/ script in a node process of its own, on `core` when one is given, under
+ * `wrapper` (a command that runs the one after it, such as valgrind) when one is given, and
  * resolves with the child and the first line it prints.
  */
 export function runScript(
@@ -33,9 +34,10 @@ export function runScript(
     readonly stderr: 'ignore' | 'inherit'
     readonly nodeFlags?: readonly string[]
     readonly env?: Readonly<Record<string, string>>
+    readonly wrapper?: readonly string[]
   },
 ): Promise<{ child: ChildProcess; line: string }> {
-  const node = [process.execPath, ...(options.nodeFlags ?? []), join(packageRoot, 'dist/bench', script), ...args]
+  const node = [...(options.wrapper ?? []), process.execPath, ...(options.nodeFlags ?? []), join(packageRoot, 'dist/bench', script), ...args]
   const [command, ...rest] = options.core === undefined ? node : ['taskset', '-c', String(options.core), ...node]
   const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', options.stderr], env: { ...process.env, ...options.env } })
   return new Promise((resolve, reject) => {
