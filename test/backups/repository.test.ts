@@ -6,7 +6,8 @@ import { Readable } from 'node:stream'
 import { gunzipSync } from 'node:zlib'
 import { archiveId, formatBackupTimestamp, parseArchiveId, parseBackupTimestamp, parseVhdPath, vhdPath } from '../../src/backups/layout.js'
 import { isParsed, parseBackupMetadata } from '../../src/backups/metadata.js'
-import { LocalRepository, repositoryPath, storageError } from '../../src/backups/repository.js'
+import { repositoryPath } from '../../src/backups/confine.js'
+import { LocalRepository, storageError } from '../../src/backups/repository.js'
 import { oldEntries } from '../../src/backups/retention.js'
 import { BLOCK_SIZE } from '../../src/formats/blocks.js'
 import { openXvaStream } from '../../src/formats/xva/xva-reader.js'
@@ -117,7 +118,8 @@ sys.stdout.buffer.write(child.read_buffer_at_offset(child.get_media_size(), 0))
 })
 
 t.test('the fixture lists and reads back', async (t) => {
-  const repository = new LocalRepository(copyOfFixture(t))
+  const root = copyOfFixture(t)
+  const repository = new LocalRepository(root, [root])
   t.same(await repository.status(), { ok: true })
   const archives = await repository.listArchives()
   t.same(archives.map((entry) => [entry.metadata.mode, entry.metadata.timestamp]), [['full', FIXTURE.timestamps[0]], ['delta', FIXTURE.timestamps[1]], ['delta', FIXTURE.timestamps[2]]])
@@ -125,7 +127,7 @@ t.test('the fixture lists and reads back', async (t) => {
   if (full?.metadata.mode !== 'full' || base?.metadata.mode !== 'delta' || delta?.metadata.mode !== 'delta') throw new Error('unexpected fixture')
   t.same(delta.metadata.isVhdDifferencing, { [Object.keys(delta.metadata.vhds)[0] as string]: true })
 
-  const reader = await openXvaStream(Readable.from(repository.openXva(full.metadataPath, full.metadata)).pipe((await import('node:zlib')).createGunzip()))
+  const reader = await openXvaStream(Readable.from(await repository.openXva(full.metadataPath, full.metadata)).pipe((await import('node:zlib')).createGunzip()))
   const raw = Buffer.alloc(FIXTURE.size)
   for await (const block of reader.blocks) block.data.copy(raw, block.index * BLOCK_SIZE)
   t.ok(raw.equals(contentAt(0)), 'the full archive holds the first point')
@@ -137,7 +139,7 @@ t.test('the fixture lists and reads back', async (t) => {
 
 t.test('deleting the base of a chain merges it into the archive that depends on it', async (t) => {
   const root = copyOfFixture(t)
-  const repository = new LocalRepository(root)
+  const repository = new LocalRepository(root, [root])
   const [, base, delta] = await repository.listArchives()
   if (base === undefined || delta === undefined || delta.metadata.mode !== 'delta') throw new Error('unexpected fixture')
   const ref = Object.keys(delta.metadata.vhds)[0] as string
@@ -161,7 +163,7 @@ t.test('deleting the base of a chain merges it into the archive that depends on 
 
 t.test('nothing half-written is ever visible', async (t) => {
   const root = copyOfFixture(t)
-  const repository = new LocalRepository(root)
+  const repository = new LocalRepository(root, [root])
   const before = filesUnder(root)
   const [, , delta] = await repository.listArchives()
   if (delta?.metadata.mode !== 'delta') throw new Error('unexpected fixture')
@@ -182,7 +184,8 @@ t.test('nothing half-written is ever visible', async (t) => {
   writeFileSync(join(root, VM_DIR, `.${Date.now()}.20260106T000000Z.xva`), 'left by a crash')
   writeFileSync(join(root, VM_DIR, '20260107T000000Z.xva'), 'data whose metadata never came')
   writeFileSync(join(root, CHAIN_DIR, '20260108T000000Z.vhd'), Buffer.alloc(0))
-  mkdirSync(join(root, CHAIN_DIR, '.tmp-dir'))
+  writeFileSync(join(root, CHAIN_DIR, `.${Date.now()}.20260108T000000Z.vhd`), 'left by a crash')
+  writeFileSync(join(root, VM_DIR, '.0123456789ab.tmp'), 'a replacement cut short')
   await repository.clean()
   t.same(filesUnder(root), before, 'clean removes what a run cut short left')
 })
@@ -201,10 +204,10 @@ t.test('a full or read-only repository is named as such in the error a run repor
 t.test('status says why a folder cannot be used', async (t) => {
   const folder = tempDir()
   t.teardown(folder.cleanup)
-  t.match(await new LocalRepository(join(folder.path, 'missing')).status(), { ok: false, reason: /does not exist/ })
+  t.match(await new LocalRepository(join(folder.path, 'missing'), [folder.path]).status(), { ok: false, reason: /does not exist/ })
   writeFileSync(join(folder.path, 'file'), '')
-  t.match(await new LocalRepository(join(folder.path, 'file')).status(), { ok: false, reason: /not a folder/ })
-  const rates = await new LocalRepository(folder.path).benchmark()
+  t.match(await new LocalRepository(join(folder.path, 'file'), [folder.path]).status(), { ok: false, reason: /not a folder/ })
+  const rates = await new LocalRepository(folder.path, [folder.path]).benchmark()
   t.ok(rates.readRate > 0 && rates.writeRate > 0)
   t.same(readdirSync(folder.path), ['file'], 'the benchmark file is removed')
 })
