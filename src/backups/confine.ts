@@ -32,7 +32,8 @@ export function repositoryPath(url: string): string {
  * Where `path` really is: its longest existing prefix through every symbolic
  * link, then the rest, which does not exist yet and so cannot be a link.
  * Undefined when that cannot be told: a dangling link (a later mkdir would
- * follow it), a loop, a folder Keel may not search.
+ * follow it), a loop, a folder Keel may not search. Below a file nothing can
+ * be made, so a path there resolves and is left to fail as not a folder.
  */
 async function realLocation(path: string): Promise<string | undefined> {
   const missing: string[] = []
@@ -41,7 +42,7 @@ async function realLocation(path: string): Promise<string | undefined> {
       return join(await realpath(prefix), ...missing)
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
-      if (code !== 'ENOENT' || dirname(prefix) === prefix) return undefined
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || dirname(prefix) === prefix) return undefined
       if (await lstat(prefix).then(() => true, () => false)) return undefined
       missing.unshift(basename(prefix))
       prefix = dirname(prefix)

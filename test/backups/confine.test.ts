@@ -1,5 +1,5 @@
 import t from 'tap'
-import { mkdirSync, realpathSync, symlinkSync } from 'node:fs'
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { confineRepository, repositoryPath } from '../../src/backups/confine.js'
 import { tempDir } from '../helpers/disks.js'
@@ -33,6 +33,8 @@ t.test('a repository inside a root is accepted as its real folder', async (t) =>
   t.equal(await confineRepository(`file://${root}/real`, [root]), join(root, 'real'))
   t.equal(await confineRepository(`file://${root}/not-yet/deeper`, [root]), join(root, 'not-yet', 'deeper'), 'a folder not made yet')
   t.equal(await confineRepository(`file://${root}/alias/x`, [root]), join(root, 'real', 'x'), 'a link that stays inside resolves to where it points')
+  writeFileSync(join(root, 'file'), '')
+  t.equal(await confineRepository(`file://${root}/file/x`, [root]), join(root, 'file', 'x'), 'below a file: inside, and left to fail as no folder')
   t.equal(await confineRepository(`file://${root}/../root/real`, ['/elsewhere', root]), join(root, 'real'), 'any of several roots')
 })
 
