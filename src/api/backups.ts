@@ -8,8 +8,8 @@ import type { Driver, XoRecord } from '../driver/types.js'
 import { invalidParameters, noSuchObject } from '../errors.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { sendJson, sendNoContent } from '../http/reply.js'
-import { defineRoute, type RouteDef } from '../http/route.js'
-import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schemas.js'
+import { defineRoute, type ResponseSpec, type RouteDef } from '../http/route.js'
+import { BodyErrorResponses, CreatedSchema, ErrorBodySchema, ErrorResponses } from '../http/schemas.js'
 import {
   BackupArchiveSchema,
   BackupJobSchema,
@@ -76,6 +76,8 @@ const SyncQuery = Type.Object({ sync: Type.Optional(Type.Boolean({ description: 
 const TaskAccepted = Type.Object({ taskId: Type.String() })
 const Benchmark = Type.Object({ success: Type.Boolean(), readRate: Type.Number(), writeRate: Type.Number() })
 const accepted = { description: 'Accepted: follow the task at Location', schema: TaskAccepted }
+/** What a route naming a repository's folder may also answer. */
+const outsideRoots = { 403: { description: 'Not enough privileges; or `REPOSITORY_OUTSIDE_ROOTS`: the folder, links resolved, is not under `[backups] repositoryRoots`', schema: ErrorBodySchema } }
 
 function source(deps: BackupRouteDeps, name: string): CollectionSource {
   const found = deps.sources.get(name)
@@ -93,7 +95,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
   const archive = (id: string, principal: Principal, action: string): BackupArchive => resolveTarget(archives, id, principal, action)
 
   /** What every creation route shares; each gives its own body schema, so its handler's body is typed from it. */
-  const creation = (collection: CollectionSource, summary: string) =>
+  const creation = (collection: CollectionSource, summary: string, refusals: Readonly<Record<number, ResponseSpec>> = {}) =>
     ({
       method: 'POST',
       path: `${BASE}/${collection.name}`,
@@ -102,7 +104,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
       tags: [collection.name],
       access: privilegeOn(collection, 'create'),
       bodyRequired: true,
-      responses: { 201: { description: 'Created (Location points at it)', schema: CreatedSchema }, ...BodyErrorResponses },
+      responses: { 201: { description: 'Created (Location points at it)', schema: CreatedSchema }, ...BodyErrorResponses, ...refusals },
     }) as const
 
   /** The caller may create this very object; 201 with its id and Location. */
@@ -137,7 +139,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
 
   return [
     defineRoute({
-      ...creation(repositories, 'Create a backup repository (a local folder under one of `[backups] repositoryRoots`: `file:///path`)'),
+      ...creation(repositories, 'Create a backup repository (a local folder under one of `[backups] repositoryRoots`: `file:///path`)', outsideRoots),
       body: CreateRepositoryBody,
       handler: ({ res, body, principal }) => created(res, repositories, principal, body, () => backups.createRepository(body)),
     }),
@@ -151,7 +153,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
       params: IdParams,
       body: UpdateRepositoryBody,
       bodyRequired: true,
-      responses: { 204: { description: 'Done' }, ...BodyErrorResponses },
+      responses: { 204: { description: 'Done' }, ...BodyErrorResponses, ...outsideRoots },
       handler: async ({ res, params, body, principal }) => {
         const record = repository(params.id, principal, 'read')
         requireUpdates(principal, 'backup-repository', record, Object.keys(body))
@@ -167,7 +169,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
       tags: [repositories.name],
       access: privilegeOn(repositories, 'read'),
       params: IdParams,
-      responses: { 200: { description: 'Usable', schema: Type.Object({ success: Type.Boolean() }) }, ...ErrorResponses },
+      responses: { 200: { description: 'Usable', schema: Type.Object({ success: Type.Boolean() }) }, ...ErrorResponses, ...outsideRoots },
       handler: async ({ res, params, principal }) => sendJson(res, 200, await backups.health(repository(params.id, principal, 'read'))),
     }),
     defineRoute({
@@ -179,7 +181,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
       access: privilegeOn(repositories, 'benchmark'),
       params: IdParams,
       query: SyncQuery,
-      responses: { 202: accepted, 200: { description: 'sync=true: the figures', schema: Benchmark }, ...ErrorResponses },
+      responses: { 202: accepted, 200: { description: 'sync=true: the figures', schema: Benchmark }, ...ErrorResponses, ...outsideRoots },
       handler: async ({ res, params, query, principal }) => {
         const record = repository(params.id, principal, 'benchmark')
         const { task, done } = tasks.run({ name: 'REST API: benchmark backup-repository', objectId: record.id, objectType: 'backup-repository', userId: principal.id, type: 'xo:rest-api:action' }, () => backups.benchmark(record))
