@@ -97,8 +97,9 @@ export async function backupsBench(options: BackupsBenchOptions): Promise<string
         vms.push(created)
       }
       rmSync(raw)
-      const repositoryDir = join(work, 'repository')
-      mkdirSync(repositoryDir)
+      // Inside the service's default repository root, the only place it accepts a repository.
+      const repositoryDir = join(work, 'data', 'backups', 'repository')
+      mkdirSync(repositoryDir, { recursive: true })
       const { id: repository } = await api.expect<Created>('POST', '/rest/v0/backup-repositories', 201, { name: 'bench', url: pathToFileURL(repositoryDir).href })
       const job = (mode: 'full' | 'delta'): Promise<Created> =>
         api.expect<Created>('POST', '/rest/v0/backup-jobs', 201, { name: `bench ${mode}`, mode, vms: { id: { __or: vms.map(({ vm }) => vm) } }, remotes: { id: repository }, settings: { '': { concurrency: 2 } } })

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -149,6 +149,11 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Per-byte stream work (compression) runs here, off the event loop that answers the API.
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
   const pacer = new StreamPacer(options.config.http.streamPause)
+  // Backup repositories live under these folders only; the default one is Keel's, made here.
+  const configuredRoots = options.config.backups.repositoryRoots
+  const defaultRoot = join(options.dataDir, 'backups')
+  if (configuredRoots === undefined) mkdirSync(defaultRoot, { recursive: true, mode: 0o700 })
+  const repositoryRoots = configuredRoots ?? [defaultRoot]
   const backups =
     driver.disks === undefined
       ? undefined
@@ -160,6 +165,7 @@ export async function createApp(options: AppOptions): Promise<App> {
           tasks,
           workers,
           clock,
+          repositoryRoots,
           warn: (error, message, fields) => log.warn({ err: error, ...fields }, message),
         })
   const sources = [...collectionSources({ driver, directory, acl, tasks }), ...(backups === undefined ? [] : backupSources(backups))]

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http'
 import { Type } from '@sinclair/typebox'
 import { requirePrivilege, requireUpdates } from '../acl/check.js'
 import type { Principal } from '../auth/principal.js'
@@ -7,8 +8,8 @@ import type { Driver, XoRecord } from '../driver/types.js'
 import { invalidParameters, noSuchObject } from '../errors.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { sendJson, sendNoContent } from '../http/reply.js'
-import { defineRoute, type RouteDef } from '../http/route.js'
-import { BodyErrorResponses, CreatedSchema, ErrorResponses } from '../http/schemas.js'
+import { defineRoute, type ResponseSpec, type RouteDef } from '../http/route.js'
+import { BodyErrorResponses, CreatedSchema, ErrorBodySchema, ErrorResponses } from '../http/schemas.js'
 import {
   BackupArchiveSchema,
   BackupJobSchema,
@@ -25,6 +26,10 @@ import {
   UpdateScheduleBody,
   type BackupArchive,
   type BackupJob,
+  type BackupLog,
+  type BackupRepository,
+  type RestoreLog,
+  type Schedule,
 } from '../model/backups.js'
 import type { TaskManager } from '../tasks/manager.js'
 import { BASE } from './paths.js'
@@ -32,17 +37,30 @@ import { CollectionQuery, sendSubListing } from './read.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
 
-/** The backup collections; archives list only with `backup-repository` (their own routes below). */
-export function backupSources(backups: BackupService): CollectionSource[] {
+interface BackupCollections {
+  readonly repositories: CollectionSource<BackupRepository>
+  readonly jobs: CollectionSource<BackupJob>
+  readonly schedules: CollectionSource<Schedule>
+  readonly logs: CollectionSource<BackupLog>
+  readonly restoreLogs: CollectionSource<RestoreLog>
+  readonly archives: CollectionSource<BackupArchive>
+}
+
+/** The backup collections, each typed by its records; archives list only with `backup-repository` (their own routes below). */
+function backupCollections(backups: BackupService): BackupCollections {
   const { store, archives } = backups
-  return [
-    { name: 'backup-repositories', type: 'backup-repository', resource: 'backup-repository', schema: BackupRepositorySchema, list: () => store.list('backup-repository'), get: (id) => store.get('backup-repository', id) },
-    { name: 'backup-jobs', type: 'backup', resource: 'backup-job', schema: BackupJobSchema, list: () => store.list('backup'), get: (id) => store.get('backup', id) },
-    { name: 'schedules', type: 'schedule', resource: 'schedule', schema: ScheduleSchema, list: () => store.list('schedule'), get: (id) => store.get('schedule', id) },
-    { name: 'backup-logs', type: 'backup-log', resource: 'backup-log', schema: BackupLogSchema, list: () => store.list('backup-log'), get: (id) => store.get('backup-log', id) },
-    { name: 'restore-logs', type: 'restore-log', resource: 'restore-log', schema: RestoreLogSchema, list: () => store.list('restore-log'), get: (id) => store.get('restore-log', id) },
-    { name: 'backup-archives', type: 'xo-vm-backup', resource: 'backup-archive', schema: BackupArchiveSchema, list: () => archives.list(), get: (id) => archives.get(id) },
-  ]
+  return {
+    repositories: { name: 'backup-repositories', type: 'backup-repository', resource: 'backup-repository', schema: BackupRepositorySchema, list: () => store.list('backup-repository'), get: (id) => store.get('backup-repository', id) },
+    jobs: { name: 'backup-jobs', type: 'backup', resource: 'backup-job', schema: BackupJobSchema, list: () => store.list('backup'), get: (id) => store.get('backup', id) },
+    schedules: { name: 'schedules', type: 'schedule', resource: 'schedule', schema: ScheduleSchema, list: () => store.list('schedule'), get: (id) => store.get('schedule', id) },
+    logs: { name: 'backup-logs', type: 'backup-log', resource: 'backup-log', schema: BackupLogSchema, list: () => store.list('backup-log'), get: (id) => store.get('backup-log', id) },
+    restoreLogs: { name: 'restore-logs', type: 'restore-log', resource: 'restore-log', schema: RestoreLogSchema, list: () => store.list('restore-log'), get: (id) => store.get('restore-log', id) },
+    archives: { name: 'backup-archives', type: 'xo-vm-backup', resource: 'backup-archive', schema: BackupArchiveSchema, list: () => archives.list(), get: (id) => archives.get(id) },
+  }
+}
+
+export function backupSources(backups: BackupService): CollectionSource[] {
+  return Object.values(backupCollections(backups))
 }
 
 export interface BackupRouteDeps {
@@ -58,6 +76,8 @@ const SyncQuery = Type.Object({ sync: Type.Optional(Type.Boolean({ description: 
 const TaskAccepted = Type.Object({ taskId: Type.String() })
 const Benchmark = Type.Object({ success: Type.Boolean(), readRate: Type.Number(), writeRate: Type.Number() })
 const accepted = { description: 'Accepted: follow the task at Location', schema: TaskAccepted }
+/** What a route naming a repository's folder may also answer. */
+const outsideRoots = { 403: { description: 'Not enough privileges; or `REPOSITORY_OUTSIDE_ROOTS`: the folder, links resolved, is not under `[backups] repositoryRoots`', schema: ErrorBodySchema } }
 
 function source(deps: BackupRouteDeps, name: string): CollectionSource {
   const found = deps.sources.get(name)
@@ -68,32 +88,31 @@ function source(deps: BackupRouteDeps, name: string): CollectionSource {
 /** Repositories, jobs, schedules, archives and restores: writes and actions (reads come from the collection routes). */
 export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
   const { backups, tasks } = deps
-  const repositories = source(deps, 'backup-repositories')
-  const jobs = source(deps, 'backup-jobs')
-  const schedules = source(deps, 'schedules')
-  const archives = source(deps, 'backup-archives')
-  const repository = (id: string, principal: Principal, action: string) => resolveTarget(repositories, id, principal, action) as unknown as import('../model/backups.js').BackupRepository
-  const job = (id: string, principal: Principal, action: string) => resolveTarget(jobs, id, principal, action) as unknown as BackupJob
-  const schedule = (id: string, principal: Principal, action: string) => resolveTarget(schedules, id, principal, action) as unknown as import('../model/backups.js').Schedule
-  const archive = (id: string, principal: Principal, action: string) => resolveTarget(archives, id, principal, action) as unknown as BackupArchive
+  const { repositories, jobs, schedules, archives } = backupCollections(backups)
+  const repository = (id: string, principal: Principal, action: string): BackupRepository => resolveTarget(repositories, id, principal, action)
+  const job = (id: string, principal: Principal, action: string): BackupJob => resolveTarget(jobs, id, principal, action)
+  const schedule = (id: string, principal: Principal, action: string): Schedule => resolveTarget(schedules, id, principal, action)
+  const archive = (id: string, principal: Principal, action: string): BackupArchive => resolveTarget(archives, id, principal, action)
 
-  const create = (collection: CollectionSource, body: Parameters<typeof defineRoute>[0]['body'], summary: string, make: (body: never, principal: Principal) => Promise<string> | string): RouteDef =>
-    defineRoute({
+  /** What every creation route shares; each gives its own body schema, so its handler's body is typed from it. */
+  const creation = (collection: CollectionSource, summary: string, refusals: Readonly<Record<number, ResponseSpec>> = {}) =>
+    ({
       method: 'POST',
       path: `${BASE}/${collection.name}`,
       operationId: `create-${collection.name}`,
       summary,
       tags: [collection.name],
       access: privilegeOn(collection, 'create'),
-      body: body as typeof CreateJobBody,
       bodyRequired: true,
-      responses: { 201: { description: 'Created (Location points at it)', schema: CreatedSchema }, ...BodyErrorResponses },
-      handler: async ({ res, body, principal }) => {
-        if (collection.resource !== undefined) requirePrivilege(principal, collection.resource, 'create', body)
-        const id = await make(body as never, principal)
-        sendJson(res, 201, { id }, { Location: `${BASE}/${collection.name}/${id}` })
-      },
-    })
+      responses: { 201: { description: 'Created (Location points at it)', schema: CreatedSchema }, ...BodyErrorResponses, ...refusals },
+    }) as const
+
+  /** The caller may create this very object; 201 with its id and Location. */
+  const created = async (res: ServerResponse, collection: CollectionSource, principal: Principal, body: object, make: () => Promise<string> | string): Promise<void> => {
+    if (collection.resource !== undefined) requirePrivilege(principal, collection.resource, 'create', body)
+    const id = await make()
+    sendJson(res, 201, { id }, { Location: `${BASE}/${collection.name}/${id}` })
+  }
 
   /** A run answers 202 with the run's own task; with sync, 204 once it ended well, or the error it ended with. */
   const runRoute = (collection: CollectionSource, start: (id: string, principal: Principal) => { taskId: string; done: Promise<unknown> }): RouteDef =>
@@ -119,7 +138,11 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
     })
 
   return [
-    create(repositories, CreateRepositoryBody, 'Create a backup repository (a local folder: `file:///path`)', (body: { name: string; url: string; options?: string; proxy?: string }) => backups.createRepository(body)),
+    defineRoute({
+      ...creation(repositories, 'Create a backup repository (a local folder under one of `[backups] repositoryRoots`: `file:///path`)', outsideRoots),
+      body: CreateRepositoryBody,
+      handler: ({ res, body, principal }) => created(res, repositories, principal, body, () => backups.createRepository(body)),
+    }),
     defineRoute({
       method: 'PATCH',
       path: `${BASE}/${repositories.name}/:id`,
@@ -130,7 +153,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
       params: IdParams,
       body: UpdateRepositoryBody,
       bodyRequired: true,
-      responses: { 204: { description: 'Done' }, ...BodyErrorResponses },
+      responses: { 204: { description: 'Done' }, ...BodyErrorResponses, ...outsideRoots },
       handler: async ({ res, params, body, principal }) => {
         const record = repository(params.id, principal, 'read')
         requireUpdates(principal, 'backup-repository', record, Object.keys(body))
@@ -146,7 +169,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
       tags: [repositories.name],
       access: privilegeOn(repositories, 'read'),
       params: IdParams,
-      responses: { 200: { description: 'Usable', schema: Type.Object({ success: Type.Boolean() }) }, ...ErrorResponses },
+      responses: { 200: { description: 'Usable', schema: Type.Object({ success: Type.Boolean() }) }, ...ErrorResponses, ...outsideRoots },
       handler: async ({ res, params, principal }) => sendJson(res, 200, await backups.health(repository(params.id, principal, 'read'))),
     }),
     defineRoute({
@@ -158,7 +181,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
       access: privilegeOn(repositories, 'benchmark'),
       params: IdParams,
       query: SyncQuery,
-      responses: { 202: accepted, 200: { description: 'sync=true: the figures', schema: Benchmark }, ...ErrorResponses },
+      responses: { 202: accepted, 200: { description: 'sync=true: the figures', schema: Benchmark }, ...ErrorResponses, ...outsideRoots },
       handler: async ({ res, params, query, principal }) => {
         const record = repository(params.id, principal, 'benchmark')
         const { task, done } = tasks.run({ name: 'REST API: benchmark backup-repository', objectId: record.id, objectType: 'backup-repository', userId: principal.id, type: 'xo:rest-api:action' }, () => backups.benchmark(record))
@@ -186,7 +209,11 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
       },
     }),
 
-    create(jobs, CreateJobBody, 'Create a backup job', (body: Omit<BackupJob, 'id' | 'type' | 'runId'>, principal) => backups.createJob({ ...body, userId: principal.id })),
+    defineRoute({
+      ...creation(jobs, 'Create a backup job'),
+      body: CreateJobBody,
+      handler: ({ res, body, principal }) => created(res, jobs, principal, body, () => backups.createJob({ ...body, userId: principal.id })),
+    }),
     defineRoute({
       method: 'PATCH',
       path: `${BASE}/${jobs.name}/:id`,
@@ -201,7 +228,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
       handler: async ({ res, params, body, principal }) => {
         const record = job(params.id, principal, 'read')
         requireUpdates(principal, 'backup-job', record, Object.keys(body))
-        backups.updateJob(record, body as Partial<BackupJob>)
+        backups.updateJob(record, body)
         sendNoContent(res)
       },
     }),
@@ -234,13 +261,15 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
         const vm = deps.driver.getObject(params.id)
         if (vm === undefined || vm.type !== 'VM') throw noSuchObject(params.id, 'VM')
         const selecting = [...backups.store.list('backup')].filter((candidate) => selectVms(candidate.vms, [vm]).length === 1)
-        await sendSubListing(res, jobs, selecting as unknown as XoRecord[], query, { cache: deps.cache, principal })
+        await sendSubListing(res, jobs, selecting, query, { cache: deps.cache, principal })
       },
     }),
 
-    create(schedules, CreateScheduleBody, 'Create a schedule for a backup job (five-field cron, optional time zone)', (body: { jobId: string; cron: string; enabled?: boolean; name?: string; timezone?: string }, principal) =>
-      backups.createSchedule({ ...body, enabled: body.enabled ?? true, name: body.name ?? '', userId: principal.id }),
-    ),
+    defineRoute({
+      ...creation(schedules, 'Create a schedule for a backup job (five-field cron, optional time zone)'),
+      body: CreateScheduleBody,
+      handler: ({ res, body, principal }) => created(res, schedules, principal, body, () => backups.createSchedule({ ...body, enabled: body.enabled ?? true, name: body.name ?? '', userId: principal.id })),
+    }),
     defineRoute({
       method: 'PATCH',
       path: `${BASE}/${schedules.name}/:id`,
@@ -296,7 +325,7 @@ export function backupRoutes(deps: BackupRouteDeps): RouteDef[] {
         // A repository that cannot be listed is skipped, as the reference does: the others still answer.
         await Promise.all(wanted.map((id) => backups.refreshArchives(id).catch(() => {})))
         const records = named.length === 0 ? [] : backups.archives.list(new Set(wanted))
-        await sendSubListing(res, archives, records as unknown as XoRecord[], query, { cache: deps.cache, principal })
+        await sendSubListing(res, archives, records, query, { cache: deps.cache, principal })
       },
     }),
     defineRoute({

@@ -7,7 +7,7 @@ import type { XoRecord } from '../driver/types.js'
  * names them. The read routes are generated from this list, so adding a
  * collection is adding a source.
  */
-export interface CollectionSource {
+export interface CollectionSource<T extends XoRecord = XoRecord> {
   /** path segment under /rest/v0 */
   readonly name: string
   /** the records' `type`, used in 404 bodies (`no such VM <id>`) */
@@ -20,9 +20,9 @@ export interface CollectionSource {
   /** users may read their own record (`/users/<own id>`) without the read privilege */
   readonly selfReadable?: true
   /** the record as this collection serves it, when it belongs here (default: its type is `type`) */
-  readonly view?: (record: XoRecord) => XoRecord | undefined
-  list(): Iterable<XoRecord>
-  get(id: string): XoRecord | undefined
+  readonly view?: (record: XoRecord) => T | undefined
+  list(): Iterable<T>
+  get(id: string): T | undefined
 }
 
 /** The access of a route doing `action` on a collection's objects, as its declaration says it. */

@@ -9,7 +9,7 @@ import type { CollectionSource } from './sources.js'
  * (reads, actions, PATCH, DELETE, tags), and checked there: a missing object
  * is a 404 for everyone, an object the caller may not `action` a 403.
  */
-export function resolveTarget(source: CollectionSource, id: string, principal: Principal, action: string): XoRecord {
+export function resolveTarget<T extends XoRecord>(source: CollectionSource<T>, id: string, principal: Principal, action: string): T {
   const object = source.get(id)
   if (object === undefined) throw noSuchObject(id, source.type)
   const self = source.selfReadable === true && action === 'read' && id === principal.id

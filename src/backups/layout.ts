@@ -68,6 +68,25 @@ export function parseVhdPath(path: string): { jobId: string; vdiUuid: string; na
   return isSafeName(jobId) && isSafeName(vdiUuid) && isSafeName(name) ? { jobId, vdiUuid, name } : undefined
 }
 
+/**
+ * The temporary names Keel's writers use, dot-first so that readers skip
+ * them: a VHD or XVA being written (`.<ms>.<ts>.vhd`), a file being
+ * replaced whole (`.<12 hex>.tmp`). The start-up clean-up removes only
+ * these and data named as below that no metadata names.
+ */
+export const temporaryDataName = (ts: string, extension: 'xva' | 'vhd', now: number): string => `.${now}.${ts}.${extension}`
+export const temporaryReplacementName = (hex: string): string => `.${hex}.tmp`
+const TEMPORARY = /^\.(?:\d+\.\d{8}T\d{6}Z\.(?:xva|vhd)|[0-9a-f]{12}\.tmp)$/
+export const isTemporaryName = (name: string): boolean => TEMPORARY.test(name)
+
+/** A full archive's data (`<ts>.xva`) or its checksum: the name of the XVA, or undefined. */
+export function xvaOfDataName(name: string): string | undefined {
+  return /^(\d{8}T\d{6}Z\.xva)(?:\.checksum)?$/.exec(name)?.[1]
+}
+
+/** A delta archive's disk as Keel and the reference name it (not the VHD directory mode's `.alias.vhd`). */
+export const isVhdDataName = (name: string): boolean => /^\d{8}T\d{6}Z\.vhd$/.test(name)
+
 /** A single path segment that cannot climb out of its folder. */
 export function isSafeName(name: string): boolean {
   return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\\') && !name.includes('\0')

@@ -1,31 +1,32 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { constants, createReadStream, createWriteStream } from 'node:fs'
-import { access, mkdir, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
+import { access, lstat, mkdir, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
-import { fileURLToPath } from 'node:url'
+import { pathToFileURL } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { invalidParameters, KeelError } from '../errors.js'
 import { giveBack } from '../formats/lending.js'
 import { VhdChain } from '../formats/vhd/chain.js'
 import { invalidDiskStream } from '../formats/stream-error.js'
 import { closeAll, listFolder, mergeIntoChild, openVhdFile, syncFolder, type OpenedVhd } from '../formats/vhd/vhd-folder.js'
-import { formatBackupTimestamp, isSafeName, isUuid, metadataPath, parseArchiveId, parseVhdPath, vhdPath, VM_BACKUPS_DIR } from './layout.js'
+import { confinePath } from './confine.js'
+import {
+  formatBackupTimestamp,
+  isSafeName,
+  isTemporaryName,
+  isUuid,
+  isVhdDataName,
+  metadataPath,
+  parseArchiveId,
+  parseVhdPath,
+  temporaryDataName,
+  temporaryReplacementName,
+  vhdPath,
+  VM_BACKUPS_DIR,
+  xvaOfDataName,
+} from './layout.js'
 import { isParsed, parseBackupMetadata, type BackupMetadata, type DeltaBackupMetadata, type FullBackupMetadata } from './metadata.js'
-
-/** The folder of a `file:///absolute/path` repository URL (its query, such as the reference's options, is ignored). */
-export function repositoryPath(url: string): string {
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    throw invalidParameters([{ path: 'body.url', message: 'must be a URL such as file:///var/backups' }])
-  }
-  if (parsed.protocol !== 'file:' || parsed.host !== '') {
-    throw invalidParameters([{ path: 'body.url', message: `${parsed.protocol}// repositories are not supported; use file:///absolute/path` }])
-  }
-  return fileURLToPath(`file://${parsed.pathname}`)
-}
 
 export interface ArchiveEntry {
   /** `/xo-vm-backups/<vm>/<ts>.json` */
@@ -83,7 +84,7 @@ async function writeDurably(path: string, data: string | Buffer, flag: 'wx' | 'w
 
 /** Replaces a file as a whole: readers see the old content or the new, never a part. */
 async function replaceFile(path: string, data: string | Buffer): Promise<void> {
-  const temporary = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`)
+  const temporary = join(dirname(path), temporaryReplacementName(randomBytes(6).toString('hex')))
   try {
     await writeDurably(temporary, data, 'wx')
     await rename(temporary, path)
@@ -93,7 +94,17 @@ async function replaceFile(path: string, data: string | Buffer): Promise<void> {
   }
 }
 
-const isTemporary = (name: string): boolean => name.startsWith('.')
+/** A folder itself, not a link to one: the clean-up never follows a link to delete. */
+async function isPlainFolder(path: string): Promise<boolean> {
+  return lstat(path).then((stats) => stats.isDirectory(), () => false)
+}
+
+/** The names of a folder's regular files (no links, no folders) among `names`. */
+async function regularFiles(folder: string, names: readonly string[]): Promise<Set<string>> {
+  const regular = new Set<string>()
+  for (const name of names) if (await lstat(join(folder, name)).then((stats) => stats.isFile(), () => false)) regular.add(name)
+  return regular
+}
 
 /**
  * A write that failed for the repository's sake (full, read-only) says so
@@ -133,7 +144,8 @@ function parentFileName(opened: OpenedVhd): string {
   return name
 }
 
-async function openBackupChain(folder: string, name: string): Promise<OpenedDisk> {
+async function openBackupChain(folder: string, name: string, inside: (path: string) => Promise<void>): Promise<OpenedDisk> {
+  await inside(join(folder, name))
   const leaf = await openVhdFile(folder, name)
   if (leaf === undefined) throw new KeelError('INCORRECT_STATE', `the archive's disk ${name} is missing from ${folder}`, { actual: 'missing', expected: 'present', object: name })
   const files = [leaf]
@@ -141,6 +153,7 @@ async function openBackupChain(folder: string, name: string): Promise<OpenedDisk
     for (let file = leaf; file.vhd.isDifferencing; ) {
       if (files.length > MAX_CHAIN) throw invalidDiskStream(`the chain of ${name} is longer than ${MAX_CHAIN}`, 0)
       const parent = parentFileName(file)
+      await inside(join(folder, parent))
       const opened = await openVhdFile(folder, parent)
       if (opened === undefined) throw new KeelError('INCORRECT_STATE', `${file.name} lost its parent ${parent}`, { actual: 'missing', expected: 'present', object: parent })
       files.push(opened)
@@ -159,12 +172,22 @@ async function openBackupChain(folder: string, name: string): Promise<OpenedDisk
  * with a dot, checked, renamed; the metadata file comes last, so an archive
  * exists once, and only once, it is whole. Deleting a delta archive merges
  * its disks into the archive that depends on them.
+ *
+ * Every read and write first checks that what it touches is inside `roots`,
+ * resolved through links at that moment: a link along the path may have
+ * been swapped since the repository was opened.
  */
 export class LocalRepository {
   readonly root: string
+  readonly #roots: readonly string[]
 
-  constructor(root: string) {
+  constructor(root: string, roots: readonly string[]) {
     this.root = root
+    this.#roots = roots
+  }
+
+  async #inside(path: string): Promise<void> {
+    await confinePath(path, this.#roots, pathToFileURL(this.root).href)
   }
 
   async status(): Promise<RepositoryStatus> {
@@ -187,9 +210,13 @@ export class LocalRepository {
 
   /** Archives, oldest first, of one VM or of all; metadata files that do not parse are skipped. */
   async listArchives(vmUuid?: string): Promise<ArchiveEntry[]> {
+    await this.#inside(join(this.root, VM_BACKUPS_DIR))
     const vms = vmUuid === undefined ? (await listFolder(join(this.root, VM_BACKUPS_DIR))).filter(isUuid) : [vmUuid]
     const entries: ArchiveEntry[] = []
-    for (const vm of vms) entries.push(...(await this.#archivesIn(vm)))
+    for (const vm of vms) {
+      await this.#inside(this.#vmFolder(vm))
+      entries.push(...(await this.#archivesIn(vm)))
+    }
     return entries.sort((a, b) => a.metadata.timestamp - b.metadata.timestamp)
   }
 
@@ -227,6 +254,7 @@ export class LocalRepository {
     const folder = this.#vmFolder(this.#vmOf(metadata))
     const ts = formatBackupTimestamp(metadata.timestamp)
     return exclusive(folder, async () => {
+      await this.#inside(folder)
       await mkdir(folder, { recursive: true })
       await this.#cleanFolder(folder)
       const json = join(folder, `${ts}.json`)
@@ -240,7 +268,7 @@ export class LocalRepository {
     return this.#writing(metadata, async ({ folder, ts, json }) => {
       const data = join(folder, `${ts}.xva`)
       const checksum = `${data}.checksum`
-      const temporary = join(folder, `.${Date.now()}.${ts}.xva`)
+      const temporary = join(folder, temporaryDataName(ts, 'xva', Date.now()))
       let placed = false
       try {
         const md5 = createHash('md5')
@@ -290,8 +318,9 @@ export class LocalRepository {
         for (const disk of disks) {
           const path = vhdPath(metadata.jobId, disk.liveVdiUuid, ts)
           const target = join(folder, path)
+          await this.#inside(dirname(target))
           await mkdir(dirname(target), { recursive: true })
-          temporary = join(dirname(target), `.${Date.now()}.${ts}.vhd`)
+          temporary = join(dirname(target), temporaryDataName(ts, 'vhd', Date.now()))
           await pipeline(disk.vhd, createWriteStream(temporary, { flags: 'wx', flush: true }))
           size += (await stat(temporary)).size
           await this.#checkVhd(dirname(target), temporary, disk.differencing)
@@ -346,10 +375,11 @@ export class LocalRepository {
   }
 
   /** The bytes of a full archive's XVA. */
-  openXva(path: string, metadata: FullBackupMetadata): AsyncIterable<Buffer> {
+  async openXva(path: string, metadata: FullBackupMetadata): Promise<AsyncIterable<Buffer>> {
     const { folder } = this.#metadataFile(path)
     const name = XVA_NAME.exec(metadata.xva)?.[1]
     if (name === undefined || !isSafeName(name)) throw invalidParameters([{ path: 'xva', message: `${metadata.xva} is not an XVA beside the metadata` }])
+    await this.#inside(join(folder, name))
     return createReadStream(join(folder, name), { highWaterMark: 1024 * 1024 })
   }
 
@@ -361,7 +391,7 @@ export class LocalRepository {
     const parsed = file === undefined ? undefined : parseVhdPath(file)
     if (file === undefined || parsed === undefined) throw invalidParameters([{ path: 'vhds', message: `${vdiRef} has no VHD this repository can read` }])
     if (parsed.name.endsWith('.alias.vhd')) throw new KeelError('INCORRECT_STATE', `${file} is in the VHD directory mode, which Keel does not read`, { actual: 'VHD directory', expected: 'VHD file', object: file })
-    return openBackupChain(join(folder, 'vdis', parsed.jobId, parsed.vdiUuid), parsed.name)
+    return openBackupChain(join(folder, 'vdis', parsed.jobId, parsed.vdiUuid), parsed.name, (file) => this.#inside(file))
   }
 
   /**
@@ -372,6 +402,7 @@ export class LocalRepository {
   async deleteArchive(path: string): Promise<void> {
     const { folder, file } = this.#metadataFile(path)
     await exclusive(folder, async () => {
+      await this.#inside(folder)
       let text: string
       try {
         text = await readFile(file, 'utf8')
@@ -391,9 +422,16 @@ export class LocalRepository {
     })
   }
 
-  /** Brings every VM folder back to its tidy shape (at start: leftovers of runs cut short). */
+  /**
+   * Brings every VM folder back to its tidy shape (at start: leftovers of
+   * runs cut short). Folders are entered only when they are folders, not
+   * links to one.
+   */
   async clean(): Promise<void> {
-    for (const vm of (await listFolder(join(this.root, VM_BACKUPS_DIR))).filter(isUuid)) {
+    const vms = join(this.root, VM_BACKUPS_DIR)
+    await this.#inside(vms)
+    if (!(await isPlainFolder(vms))) return
+    for (const vm of (await listFolder(vms)).filter(isUuid)) {
       const folder = this.#vmFolder(vm)
       await exclusive(folder, async () => {
         if (await this.#cleanFolder(folder)) await this.#writeCache(folder)
@@ -402,28 +440,35 @@ export class LocalRepository {
   }
 
   /**
-   * Temporary files go; XVAs no metadata names go; delta disks no metadata
-   * names are merged into the disk that depends on them, or go when none
-   * does. Called with the folder held. Returns whether anything changed.
+   * Removes what Keel's own writers leave, and nothing else: their temporary
+   * files; XVAs (and checksums) named as the layout names them that no
+   * metadata names; such delta disks no metadata names, merged into the disk
+   * that depends on them, or removed when none does. Only regular files are
+   * removed, never through a link; anything else stays. Called with the
+   * folder held. Returns whether anything changed.
    */
   async #cleanFolder(folder: string): Promise<boolean> {
+    if (!(await isPlainFolder(folder))) return false
+    await this.#inside(folder)
     let changed = false
-    const names = await listFolder(folder)
     const archives = await this.#archivesIn(basename(folder))
     const xvas = new Set(archives.flatMap(({ metadata }) => (metadata.mode === 'full' ? [XVA_NAME.exec(metadata.xva)?.[1] ?? ''] : [])))
-    for (const name of names) {
-      const stray = isTemporary(name) || (name.endsWith('.xva') && !xvas.has(name)) || (name.endsWith('.xva.checksum') && !xvas.has(name.slice(0, -'.checksum'.length)))
-      if (!stray) continue
-      await rm(join(folder, name), { force: true, recursive: true })
+    for (const name of await regularFiles(folder, await listFolder(folder))) {
+      const xva = xvaOfDataName(name)
+      if (!isTemporaryName(name) && (xva === undefined || xvas.has(xva))) continue
+      await rm(join(folder, name), { force: true })
       changed = true
     }
     const used = new Map<string, { entry: ArchiveEntry; ref: string }>()
     for (const entry of archives) if (entry.metadata.mode === 'delta') for (const [ref, path] of Object.entries(entry.metadata.vhds)) used.set(path.replace(/^\.\//, ''), { entry, ref })
-    for (const job of await listFolder(join(folder, 'vdis'))) {
-      if (!isSafeName(job) || isTemporary(job)) continue
-      for (const disk of await listFolder(join(folder, 'vdis', job))) {
-        if (!isSafeName(disk) || isTemporary(disk)) continue
-        if (await this.#cleanDiskFolder(join(folder, 'vdis', job, disk), `vdis/${job}/${disk}`, used)) changed = true
+    const vdis = join(folder, 'vdis')
+    if (await isPlainFolder(vdis)) {
+      for (const job of (await listFolder(vdis)).filter(isUuid)) {
+        if (!(await isPlainFolder(join(vdis, job)))) continue
+        for (const disk of (await listFolder(join(vdis, job))).filter(isUuid)) {
+          const diskFolder = join(vdis, job, disk)
+          if ((await isPlainFolder(diskFolder)) && (await this.#cleanDiskFolder(diskFolder, `vdis/${job}/${disk}`, used))) changed = true
+        }
       }
     }
     if (changed) await syncFolder(folder)
@@ -432,16 +477,20 @@ export class LocalRepository {
 
   async #cleanDiskFolder(folder: string, relative: string, used: ReadonlyMap<string, { entry: ArchiveEntry; ref: string }>): Promise<boolean> {
     let changed = false
-    for (const name of await listFolder(folder)) {
-      if (!isTemporary(name)) continue
-      await rm(join(folder, name), { force: true, recursive: true })
+    for (const name of await regularFiles(folder, await listFolder(folder))) {
+      if (!isTemporaryName(name)) continue
+      await rm(join(folder, name), { force: true })
       changed = true
     }
     for (;;) {
+      const names = await listFolder(folder)
+      const files = await regularFiles(folder, names)
+      const vhds = names.filter((name) => name.endsWith('.vhd') && !isTemporaryName(name)).sort()
+      // A disk that is a link or a folder (the reference's VHD directory mode) may depend on any file here, and is not followed to learn which.
+      if (vhds.some((name) => !files.has(name))) break
       const parents = new Map<string, string>()
-      const names = (await listFolder(folder)).filter((name) => name.endsWith('.vhd') && !isTemporary(name)).sort()
       const unreadable = new Set<string>()
-      for (const name of names) {
+      for (const name of vhds) {
         const opened = await openVhdFile(folder, name).catch(() => {
           unreadable.add(name)
           return undefined
@@ -454,21 +503,16 @@ export class LocalRepository {
         }
       }
       const childOf = (name: string): string | undefined => [...parents].find(([, parent]) => parent === name)?.[0]
-      const orphans = names.filter((name) => !used.has(`${relative}/${name}`))
+      const orphans = vhds.filter((name) => isVhdDataName(name) && !used.has(`${relative}/${name}`))
       // A file that is not a VHD (a write cut short) is only removed when nothing names it; a broken disk an archive uses stays for the archive to report.
-      const broken = orphans.find((name) => unreadable.has(name))
-      if (broken !== undefined) {
-        await unlink(join(folder, broken))
+      const gone = orphans.find((name) => unreadable.has(name)) ?? orphans.find((name) => childOf(name) === undefined)
+      if (gone !== undefined) {
+        await unlink(join(folder, gone))
         changed = true
         continue
       }
-      const childless = orphans.find((name) => childOf(name) === undefined)
-      if (childless !== undefined) {
-        await unlink(join(folder, childless))
-        changed = true
-        continue
-      }
-      const orphan = orphans[0]
+      // Merged only into a disk named as the layout names them: a file Keel does not know is never replaced.
+      const orphan = orphans.find((name) => isVhdDataName(childOf(name) ?? ''))
       const child = orphan === undefined ? undefined : childOf(orphan)
       if (orphan === undefined || child === undefined) break
       await mergeIntoChild(folder, orphan, child)
@@ -506,6 +550,7 @@ export class LocalRepository {
 
   /** Writes then reads a 10 MiB test file (the reference's benchmark): bytes per second each way. */
   async benchmark(): Promise<{ readRate: number; writeRate: number }> {
+    await this.#inside(this.root)
     const file = join(this.root, `${Date.now()}.test`)
     const data = randomBytes(BENCHMARK_BYTES)
     try {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { Cron } from 'croner'
 import type { Created, DiskAccess, Driver, XoRecord } from '../driver/types.js'
-import { incorrectState, invalidParameters, KeelError, noSuchObject } from '../errors.js'
+import { incorrectState, invalidParameters, isKeelError, KeelError, noSuchObject } from '../errors.js'
 import { importXva, type StreamWorkers } from '../disks/xva.js'
 import type { EventBus } from '../events/bus.js'
 import type { BackupArchive, BackupJob, BackupRepository, RestoreLog, Schedule } from '../model/backups.js'
@@ -11,7 +11,8 @@ import { isZero } from '../formats/blocks.js'
 import { archiveRecord, ArchiveIndex } from './archives.js'
 import { formatBackupTimestamp, parseArchiveId } from './layout.js'
 import type { BackupMetadata } from './metadata.js'
-import { LocalRepository, repositoryPath } from './repository.js'
+import { confineRepository } from './confine.js'
+import { LocalRepository } from './repository.js'
 import { BACKUP_SNAPSHOT_PREFIX, BackupRunner, repositoryIdsOf } from './runner.js'
 import { BackupStore } from './store.js'
 import { fromXapiRecords } from './xapi-records.js'
@@ -25,6 +26,8 @@ export interface BackupServiceDeps {
   readonly tasks: TaskManager
   readonly workers: StreamWorkers
   readonly clock: () => number
+  /** the folders repositories must be in (`[backups] repositoryRoots`) */
+  readonly repositoryRoots: readonly string[]
   /** something went wrong in the background (a schedule that did not start, a repository that could not be cleaned) */
   readonly warn: (error: unknown, message: string, fields: Record<string, unknown>) => void
 }
@@ -98,7 +101,7 @@ export class BackupService {
     for (const snapshot of orphans) await this.#deps.driver.destroy(snapshot, { signal: new AbortController().signal, userId: '', progress: () => {} })
     for (const repository of store.list('backup-repository')) {
       const checked = await this.#check(repository)
-      if (checked.error === undefined) await new LocalRepository(repositoryPath(checked.url)).clean().catch((error: unknown) => this.#deps.warn(error, 'a backup repository could not be cleaned', { repositoryId: checked.id }))
+      if (checked.error === undefined) await this.#local(checked).then((local) => local.clean()).catch((error: unknown) => this.#deps.warn(error, 'a backup repository could not be cleaned', { repositoryId: checked.id }))
       await this.refreshArchives(repository.id).catch(() => {})
     }
     for (const schedule of store.list('schedule')) this.#arm(schedule)
@@ -112,31 +115,44 @@ export class BackupService {
 
   // --- repositories
 
+  /** The repository a record names, its folder found inside the roots now (a link may have changed since it was stored). */
+  async #local(record: Pick<BackupRepository, 'url'>): Promise<LocalRepository> {
+    const { repositoryRoots } = this.#deps
+    return new LocalRepository(await confineRepository(record.url, repositoryRoots), repositoryRoots)
+  }
+
   async #open(record: BackupRepository): Promise<LocalRepository> {
-    const repository = new LocalRepository(repositoryPath(record.url))
+    const repository = await this.#local(record)
     const status = await repository.status()
     if (!status.ok) throw new KeelError('INCORRECT_STATE', `backup repository ${record.id} cannot be used: ${status.reason}`, { object: record.id, reason: status.reason })
     return repository
   }
 
-  /** Records in the repository whether its folder can be used right now. */
+  /** Records in the repository whether its folder can be used right now (one stored before the roots were, outside them, cannot). */
   async #check(record: BackupRepository): Promise<BackupRepository> {
-    const status = await new LocalRepository(repositoryPath(record.url)).status()
+    let reason: string | undefined
+    try {
+      const status = await (await this.#local(record)).status()
+      if (!status.ok) reason = status.reason
+    } catch (error) {
+      if (!isKeelError(error)) throw error
+      reason = error.message
+    }
     const current = this.store.get('backup-repository', record.id) ?? record
     const { error: _, ...rest } = current
-    const next: BackupRepository = status.ok ? rest : { ...rest, error: status.reason }
+    const next: BackupRepository = reason === undefined ? rest : { ...rest, error: reason }
     return next.error === current.error ? current : this.store.put(next)
   }
 
   async createRepository(fields: { name: string; url: string; options?: string; proxy?: string }): Promise<string> {
-    repositoryPath(fields.url)
+    await confineRepository(fields.url, this.#deps.repositoryRoots)
     const id = randomUUID()
     await this.#check(this.store.put({ id, type: 'backup-repository', ...fields, enabled: true, benchmarks: [] }))
     return id
   }
 
   async updateRepository(record: BackupRepository, patch: Partial<Pick<BackupRepository, 'enabled' | 'name' | 'options' | 'proxy' | 'url'>>): Promise<void> {
-    if (patch.url !== undefined) repositoryPath(patch.url)
+    if (patch.url !== undefined) await confineRepository(patch.url, this.#deps.repositoryRoots)
     await this.#check(this.store.put({ ...record, ...patch }))
     if (patch.url !== undefined) await this.refreshArchives(record.id).catch(() => this.archives.forget(record.id))
   }
@@ -165,7 +181,7 @@ export class BackupService {
   async refreshArchives(repositoryId: string): Promise<void> {
     const record = this.store.get('backup-repository', repositoryId)
     if (record === undefined) return
-    const entries = await new LocalRepository(repositoryPath(record.url)).listArchives()
+    const entries = await (await this.#local(record)).listArchives()
     const records: BackupArchive[] = []
     const chains = new Map<string, string[]>()
     for (const { metadataPath, metadata } of entries) {
@@ -287,7 +303,7 @@ export class BackupService {
       const { repository, metadataPath, metadata } = await this.#archive(archive)
       let id: string
       if (metadata.mode === 'full') {
-        id = await importXva(this.#deps.disks, sr, repository.openXva(metadataPath, metadata), userId, this.#deps.workers)
+        id = await importXva(this.#deps.disks, sr, await repository.openXva(metadataPath, metadata), userId, this.#deps.workers)
       } else {
         const { description, vdiRefs } = fromXapiRecords(metadata)
         const session = await this.#deps.disks.importVm(sr, description, userId)

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { isAbsolute, resolve } from 'node:path'
 import { parse as parseToml } from 'smol-toml'
 import { parseDuration } from './duration.js'
 
@@ -51,6 +52,14 @@ const optionalStringReader: Reader<string | undefined> = (value, key) => {
   return value
 }
 
+/** Folders named by absolute paths; unset, the caller picks the default (it depends on the data directory). */
+const absolutePathsReader: Reader<readonly string[] | undefined> = (value, key) => {
+  if (!Array.isArray(value) || value.length === 0 || !value.every((item): item is string => typeof item === 'string' && isAbsolute(item) && !item.includes('\0'))) {
+    throw new ConfigError(key, `expected a non-empty array of absolute paths, got ${JSON.stringify(value)}`)
+  }
+  return value.map((item) => resolve(item))
+}
+
 /** TOML section → our field name, and each key's reader and default. */
 const sections = {
   http: {
@@ -89,6 +98,10 @@ const sections = {
   lab: {
     field: 'lab',
     keys: { stepDelay: { read: durationReader, default: 400 } },
+  },
+  backups: {
+    field: 'backups',
+    keys: { repositoryRoots: { read: absolutePathsReader, default: undefined } },
   },
   metrics: {
     field: 'metrics',

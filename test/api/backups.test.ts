@@ -4,7 +4,7 @@ import { cpSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../../src/paths.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
-import { collect, filesUnder, patternBlock, run, tempDir } from '../helpers/disks.js'
+import { collect, filesUnder, patternBlock, run } from '../helpers/disks.js'
 import { demoIds, type DemoIds } from '../helpers/demo-lab.js'
 import { openLines } from '../helpers/streams.js'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
@@ -18,6 +18,13 @@ async function bytesOf(server: TestServer, path: string): Promise<Buffer> {
   const response = await server.request(path)
   if (response.status !== 200) throw new Error(`GET ${path}: ${response.status} ${await response.text()}`)
   return Buffer.from(await response.arrayBuffer())
+}
+
+/** A folder for a repository in the server's default root (the data directory's `backups`). */
+function repositoryFolder(server: TestServer, name: string): { path: string } {
+  const path = join(server.dataDir, 'backups', name)
+  mkdirSync(path)
+  return { path }
 }
 
 async function created(server: TestServer, path: string, body: unknown): Promise<string> {
@@ -88,8 +95,7 @@ t.test('backups over REST', async (t) => {
   const server = await startServer()
   t.teardown(() => server.close())
   const demo = await demoIds(server)
-  const folder = tempDir()
-  t.teardown(folder.cleanup)
+  const folder = repositoryFolder(server, 'local')
 
   const repository = await created(server, '/rest/v0/backup-repositories', { name: 'local', url: `file://${folder.path}` })
 
@@ -258,8 +264,7 @@ t.test('backups over REST', async (t) => {
 t.test('a run cut by a stop ends interrupted after the restart, with no partial archive and no snapshot left', async (t) => {
   const first = await startServer()
   const demo = await demoIds(first)
-  const folder = tempDir()
-  t.teardown(folder.cleanup)
+  const folder = repositoryFolder(first, 'local')
   const repository = await created(first, '/rest/v0/backup-repositories', { name: 'local', url: `file://${folder.path}` })
   const { vm, disk } = await smallVm(first, demo, 'cut')
   await writeBlocks(first, disk, new Map([[0, patternBlock(5)]]))

@@ -1,12 +1,13 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
-import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { gunzipSync } from 'node:zlib'
 import { archiveId, formatBackupTimestamp, parseArchiveId, parseBackupTimestamp, parseVhdPath, vhdPath } from '../../src/backups/layout.js'
 import { isParsed, parseBackupMetadata } from '../../src/backups/metadata.js'
-import { LocalRepository, repositoryPath, storageError } from '../../src/backups/repository.js'
+import { repositoryPath } from '../../src/backups/confine.js'
+import { LocalRepository, storageError } from '../../src/backups/repository.js'
 import { oldEntries } from '../../src/backups/retention.js'
 import { BLOCK_SIZE } from '../../src/formats/blocks.js'
 import { openXvaStream } from '../../src/formats/xva/xva-reader.js'
@@ -117,7 +118,8 @@ sys.stdout.buffer.write(child.read_buffer_at_offset(child.get_media_size(), 0))
 })
 
 t.test('the fixture lists and reads back', async (t) => {
-  const repository = new LocalRepository(copyOfFixture(t))
+  const root = copyOfFixture(t)
+  const repository = new LocalRepository(root, [root])
   t.same(await repository.status(), { ok: true })
   const archives = await repository.listArchives()
   t.same(archives.map((entry) => [entry.metadata.mode, entry.metadata.timestamp]), [['full', FIXTURE.timestamps[0]], ['delta', FIXTURE.timestamps[1]], ['delta', FIXTURE.timestamps[2]]])
@@ -125,7 +127,7 @@ t.test('the fixture lists and reads back', async (t) => {
   if (full?.metadata.mode !== 'full' || base?.metadata.mode !== 'delta' || delta?.metadata.mode !== 'delta') throw new Error('unexpected fixture')
   t.same(delta.metadata.isVhdDifferencing, { [Object.keys(delta.metadata.vhds)[0] as string]: true })
 
-  const reader = await openXvaStream(Readable.from(repository.openXva(full.metadataPath, full.metadata)).pipe((await import('node:zlib')).createGunzip()))
+  const reader = await openXvaStream(Readable.from(await repository.openXva(full.metadataPath, full.metadata)).pipe((await import('node:zlib')).createGunzip()))
   const raw = Buffer.alloc(FIXTURE.size)
   for await (const block of reader.blocks) block.data.copy(raw, block.index * BLOCK_SIZE)
   t.ok(raw.equals(contentAt(0)), 'the full archive holds the first point')
@@ -137,7 +139,7 @@ t.test('the fixture lists and reads back', async (t) => {
 
 t.test('deleting the base of a chain merges it into the archive that depends on it', async (t) => {
   const root = copyOfFixture(t)
-  const repository = new LocalRepository(root)
+  const repository = new LocalRepository(root, [root])
   const [, base, delta] = await repository.listArchives()
   if (base === undefined || delta === undefined || delta.metadata.mode !== 'delta') throw new Error('unexpected fixture')
   const ref = Object.keys(delta.metadata.vhds)[0] as string
@@ -161,7 +163,7 @@ t.test('deleting the base of a chain merges it into the archive that depends on 
 
 t.test('nothing half-written is ever visible', async (t) => {
   const root = copyOfFixture(t)
-  const repository = new LocalRepository(root)
+  const repository = new LocalRepository(root, [root])
   const before = filesUnder(root)
   const [, , delta] = await repository.listArchives()
   if (delta?.metadata.mode !== 'delta') throw new Error('unexpected fixture')
@@ -182,9 +184,74 @@ t.test('nothing half-written is ever visible', async (t) => {
   writeFileSync(join(root, VM_DIR, `.${Date.now()}.20260106T000000Z.xva`), 'left by a crash')
   writeFileSync(join(root, VM_DIR, '20260107T000000Z.xva'), 'data whose metadata never came')
   writeFileSync(join(root, CHAIN_DIR, '20260108T000000Z.vhd'), Buffer.alloc(0))
-  mkdirSync(join(root, CHAIN_DIR, '.tmp-dir'))
+  writeFileSync(join(root, CHAIN_DIR, `.${Date.now()}.20260108T000000Z.vhd`), 'left by a crash')
+  writeFileSync(join(root, VM_DIR, '.0123456789ab.tmp'), 'a replacement cut short')
   await repository.clean()
   t.same(filesUnder(root), before, 'clean removes what a run cut short left')
+})
+
+t.test('clean leaves what Keel did not write, and never deletes through a link', async (t) => {
+  const root = copyOfFixture(t)
+  const repository = new LocalRepository(root, [root])
+  const away = tempDir()
+  t.teardown(away.cleanup)
+  const outside = away.path
+  // Outside the repository, names clean would remove inside it: a temporary file, an XVA and a disk no metadata names.
+  const otherVm = '0d6c1b9e-7a1f-4c3e-9b2d-5f4e3a2b1c0d'
+  const otherJob = '7c5b4a39-2e1d-4f0c-8b9a-6d5c4b3a2f1e'
+  mkdirSync(join(outside, 'vm'))
+  writeFileSync(join(outside, 'vm', '.0123456789ab.tmp'), 'not Keel’s')
+  writeFileSync(join(outside, 'vm', '20260107T000000Z.xva'), 'not Keel’s')
+  mkdirSync(join(outside, 'job', FIXTURE.liveVdi), { recursive: true })
+  writeFileSync(join(outside, 'job', FIXTURE.liveVdi, '20260108T000000Z.vhd'), '')
+  symlinkSync(join(outside, 'vm'), join(root, 'xo-vm-backups', otherVm))
+  symlinkSync(join(outside, 'job'), join(root, VM_DIR, 'vdis', otherJob))
+  symlinkSync(join(outside, 'vm', '.0123456789ab.tmp'), join(root, VM_DIR, '.abcdefabcdef.tmp'))
+  symlinkSync(join(outside, 'vm', '20260107T000000Z.xva'), join(root, VM_DIR, '20260109T000000Z.xva'))
+  const outsideBefore = filesUnder(outside)
+  // Inside it, what another tool put there: files and folders whose names Keel's layout does not give.
+  const foreign = [join(VM_DIR, 'notes.txt'), join(VM_DIR, '.keep'), join(VM_DIR, '.snapshot', 'data'), join(VM_DIR, 'extra', 'a.xva'), join(CHAIN_DIR, 'README'), join(CHAIN_DIR, 'base.vhd'), join(CHAIN_DIR, '.partial')]
+  for (const path of foreign) {
+    mkdirSync(join(root, path, '..'), { recursive: true })
+    writeFileSync(join(root, path), 'kept')
+  }
+  const links = [join('xo-vm-backups', otherVm), join(VM_DIR, 'vdis', otherJob), join(VM_DIR, '.abcdefabcdef.tmp'), join(VM_DIR, '20260109T000000Z.xva')]
+
+  await repository.clean()
+  for (const path of foreign) t.equal(readFileSync(join(root, path), 'utf8'), 'kept', `${path} is left`)
+  for (const path of links) t.ok(existsSync(join(root, path)), `the link ${path} is left, and what it points to`)
+  t.same(filesUnder(outside), outsideBefore, 'nothing outside the repository was removed')
+  t.equal((await repository.listArchives(FIXTURE.vm)).length, 3, 'the archives are whole')
+})
+
+t.test('a link swapped in after the repository was opened: reads and writes are refused, nothing changes outside', async (t) => {
+  const folder = tempDir()
+  t.teardown(folder.cleanup)
+  const base = realpathSync(folder.path)
+  const roots = join(base, 'roots')
+  const root = join(roots, 'repository')
+  const outside = join(base, 'outside')
+  cpSync(FIXTURE_DIR, root, { recursive: true })
+  mkdirSync(outside)
+  const repository = new LocalRepository(root, [roots])
+  const [full] = await repository.listArchives()
+  if (full?.metadata.mode !== 'full') throw new Error('unexpected fixture')
+
+  renameSync(join(root, 'xo-vm-backups'), join(outside, 'xo-vm-backups'))
+  symlinkSync(join(outside, 'xo-vm-backups'), join(root, 'xo-vm-backups'))
+  const before = filesUnder(outside)
+  const refused = { code: 'REPOSITORY_OUTSIDE_ROOTS', data: { url: `file://${root}`, rootCount: 1 } }
+  await t.rejects(repository.writeFull({ ...full.metadata, timestamp: Date.UTC(2026, 0, 5) }, Readable.from([Buffer.alloc(4096)])), refused, 'an archive write')
+  await t.rejects(repository.deleteArchive(full.metadataPath), refused, 'a delete')
+  await t.rejects(repository.clean(), refused, 'the clean-up')
+  await t.rejects(repository.listArchives(), refused, 'a listing')
+  await t.rejects(repository.openXva(full.metadataPath, full.metadata), refused, 'a restore’s read')
+  t.same(filesUnder(outside), before, 'nothing was written or removed outside')
+
+  renameSync(root, join(roots, 'moved'))
+  symlinkSync(outside, root)
+  await t.rejects(repository.benchmark(), refused, 'the benchmark, once the folder itself is a link out')
+  t.same(filesUnder(outside), before)
 })
 
 t.test('a full or read-only repository is named as such in the error a run reports', async (t) => {
@@ -201,10 +268,10 @@ t.test('a full or read-only repository is named as such in the error a run repor
 t.test('status says why a folder cannot be used', async (t) => {
   const folder = tempDir()
   t.teardown(folder.cleanup)
-  t.match(await new LocalRepository(join(folder.path, 'missing')).status(), { ok: false, reason: /does not exist/ })
+  t.match(await new LocalRepository(join(folder.path, 'missing'), [folder.path]).status(), { ok: false, reason: /does not exist/ })
   writeFileSync(join(folder.path, 'file'), '')
-  t.match(await new LocalRepository(join(folder.path, 'file')).status(), { ok: false, reason: /not a folder/ })
-  const rates = await new LocalRepository(folder.path).benchmark()
+  t.match(await new LocalRepository(join(folder.path, 'file'), [folder.path]).status(), { ok: false, reason: /not a folder/ })
+  const rates = await new LocalRepository(folder.path, [folder.path]).benchmark()
   t.ok(rates.readRate > 0 && rates.writeRate > 0)
   t.same(readdirSync(folder.path), ['file'], 'the benchmark file is removed')
 })

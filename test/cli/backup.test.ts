@@ -1,15 +1,16 @@
 import t from 'tap'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { keel } from '../helpers/cli.js'
 import { demoIds } from '../helpers/demo-lab.js'
-import { tempDir } from '../helpers/disks.js'
 import { jsonBody, startServer } from '../helpers/server.js'
 
 t.test('keel backup run and restore against the server', async (t) => {
   const server = await startServer()
   t.teardown(() => server.close())
   const demo = await demoIds(server)
-  const folder = tempDir()
-  t.teardown(folder.cleanup)
+  const folder = { path: join(server.dataDir, 'backups', 'cli') }
+  mkdirSync(folder.path)
   const token = (await server.json<{ token: { id: string } }>('/rest/v0/users/me/authentication_tokens', { ...jsonBody({}), redirect: 'follow' })).body.token.id
   const env = { KEEL_URL: server.url, KEEL_TOKEN: token }
   const repository = (await server.json<{ id: string }>('/rest/v0/backup-repositories', jsonBody({ name: 'cli', url: `file://${folder.path}` }))).body.id

@@ -62,6 +62,9 @@ const bad: Array<[string, string, string]> = [
   ['default above max', '[authentication]\ndefaultTokenValidity = "1 year"\n', 'authentication.defaultTokenValidity'],
   ['section not a table', 'http = 5\n', 'http'],
   ['short scrape token', '[metrics]\ntoken = "short"\n', 'metrics.token'],
+  ['relative repository root', '[backups]\nrepositoryRoots = ["backups"]\n', 'backups.repositoryRoots'],
+  ['no repository root', '[backups]\nrepositoryRoots = []\n', 'backups.repositoryRoots'],
+  ['repository root not a list', '[backups]\nrepositoryRoots = "/srv/backups"\n', 'backups.repositoryRoots'],
 ]
 for (const [name, text, key] of bad) {
   t.test(`${name} stops the start naming ${key}`, async (t) => {
@@ -77,6 +80,11 @@ t.test('the idle timeout and the stream pause are durations', async (t) => {
   t.equal(loadConfig(file('idle.toml', '[http]\nidleTimeout = "90 seconds"\n')).http.idleTimeout, 90_000)
   t.equal(loadConfig(file('pause.toml', '[http]\nstreamPause = "2 ms"\n')).http.streamPause, 2)
   t.equal(loadConfig(file('no-pause.toml', '[http]\nstreamPause = 0\n')).http.streamPause, 0)
+})
+
+t.test('repository roots: unset by default (the data directory decides), else absolute folders, normalised', async (t) => {
+  t.equal(loadConfig().backups.repositoryRoots, undefined)
+  t.same(loadConfig(file('roots.toml', '[backups]\nrepositoryRoots = ["/srv/backups/", "/mnt/nas/../tape"]\n')).backups.repositoryRoots, ['/srv/backups', '/mnt/tape'])
 })
 
 t.test('invalid TOML names the file', async (t) => {

@@ -64,7 +64,7 @@ async function* blocksOf(point: number, only?: readonly number[]): AsyncGenerato
 }
 
 export async function writeFixtureRepository(root: string): Promise<void> {
-  const repository = new LocalRepository(root)
+  const repository = new LocalRepository(root, [root])
   const [fullTime, baseTime, deltaTime] = FIXTURE.timestamps
   const common = { jobId: FIXTURE.job, scheduleId: FIXTURE.schedule, version: '2.0.0', size: 0, tags: [] }
 
