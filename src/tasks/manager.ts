@@ -144,6 +144,10 @@ export class TaskManager {
     const task = this.#tasks.get(id)
     if (task === undefined) throw noSuchObject(id, 'task')
     const live = this.#live.get(id)
+    // Its work runs elsewhere, out of this installation's reach.
+    if (task.status === 'pending' && this.#foreign.has(id)) {
+      throw incorrectState({ actual: 'another installation', expected: 'this installation', object: id, property: 'installation' })
+    }
     if (task.status !== 'pending' || live === undefined) {
       throw incorrectState({ actual: task.status, expected: 'pending', object: id, property: 'status' })
     }

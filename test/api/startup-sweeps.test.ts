@@ -111,12 +111,14 @@ t.test('issue 26: a restart interrupts its own tasks and runs, and leaves anothe
   t.equal(started.status, 202)
   const ownTask = started.body['taskId'] as string
   const insertTask = db.prepare('INSERT INTO tasks (id, status, data, installation_id) VALUES (?, ?, ?, ?)')
-  const foreignTask = (status: 'pending' | 'success'): string => {
+  const insertedTask = (status: 'pending' | 'success', owner: string | null): string => {
     const id = taskId(now)
-    insertTask.run(id, status, JSON.stringify({ id, type: 'task', properties: { name: 'elsewhere' }, start: now, updatedAt: now, status, ...(status === 'pending' ? {} : { end: now }) }), other)
+    insertTask.run(id, status, JSON.stringify({ id, type: 'task', properties: { name: 'elsewhere' }, start: now, updatedAt: now, status, ...(status === 'pending' ? {} : { end: now }) }), owner)
     return id
   }
-  const foreignTasks = [foreignTask('pending'), foreignTask('success'), foreignTask('success')]
+  const foreignTasks = [insertedTask('pending', other), insertedTask('success', other), insertedTask('success', other)]
+  // a row written before installations were recorded: this data directory's
+  const legacyTask = insertedTask('pending', null)
 
   const folder = tempDir()
   t.teardown(folder.cleanup)
@@ -141,10 +143,15 @@ t.test('issue 26: a restart interrupts its own tasks and runs, and leaves anothe
   ]
   const foreignRows = rowsOf(first)
 
-  const second = await restart(t, first, { config: { tasks: { keep: 1 } } })
+  const second = await restart(t, first, { config: { tasks: { keep: 2 } } })
   t.same(rowsOf(second), foreignRows, 'the other installation\'s rows are untouched, its finished tasks past `keep` included')
-  t.equal((await second.json<Obj>(`/rest/v0/tasks/${foreignTasks[0]}`)).body['status'], 'pending')
   t.equal((await second.json<Obj>(`/rest/v0/tasks/${ownTask}`)).body['status'], 'interrupted')
+  t.equal((await second.json<Obj>(`/rest/v0/tasks/${legacyTask}`)).body['status'], 'interrupted', 'a row from before installations is this one\'s')
+  t.equal((await second.json<Obj>(`/rest/v0/tasks/${foreignTasks[0]}`)).body['status'], 'pending')
+  const abort = await second.json<Obj>(`/rest/v0/tasks/${foreignTasks[0]}/actions/abort?sync=true`, { method: 'POST' })
+  t.equal(abort.status, 409, 'another installation\'s task cannot be aborted from here')
+  t.match(abort.body, { code: 'INCORRECT_STATE', data: { actual: 'another installation', expected: 'this installation', object: foreignTasks[0], property: 'installation' } })
+  t.same(rowsOf(second), foreignRows, 'and stays as it was')
   for (const collection of ['backup-logs', 'restore-logs']) {
     t.equal((await second.json<Obj>(`/rest/v0/${collection}/${ownLog}`)).body['status'], 'interrupted', `${collection}: ours`)
     t.equal((await second.json<Obj>(`/rest/v0/${collection}/${foreignLog}`)).body['status'], 'pending', `${collection}: theirs`)
