@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { incorrectState, invalidParameters, isKeelError } from '../../../errors.js'
+import { INSTALLATION_MARK } from '../../../installation.js'
 import type { VmRecord, VmSnapshotRecord } from '../../../model/records.js'
 import { vmLinkDefaults } from '../record-defaults.js'
 import { addVbd, addVdi, addVdiSnapshot, addVif, identity, randomMac } from './builders.js'
 import { ALL_STATES, clearRuntime, haltedContainer, powerOn, requirePowerState, seconds } from './guest.js'
 import { addToList } from './lists.js'
-import { INSTALLATION_MARK } from '../../../installation.js'
 import { optionalString, optionalStringMap, requiredString, type ActionHandler, type Params } from './params.js'
 import { chooseHost } from './placement.js'
 import type { Frozen, Plan } from './plan.js'
@@ -68,8 +68,8 @@ function haltedSettings(vm: Frozen<VmRecord>): Omit<VmRecord, 'vulnerabilities'>
  * A disk-only snapshot: a halted copy of the VM's settings, a VDI-snapshot
  * per disk and copies of its VIFs. Its other_config is the VM's, without
  * Keel's installation mark (a snapshot is marked only by whoever takes it),
- * plus `marks` (the driver-level `other_config` parameter, which the REST
- * schema does not take).
+ * plus the entries of the `other_config` parameter (given by Keel itself:
+ * the REST schema does not take it).
  */
 function snapshotVm(plan: Plan, vmId: string, params: Params, now: number, copies: ReadonlyMap<string, string>): string {
   const vm = plan.get(vmId, 'VM')
