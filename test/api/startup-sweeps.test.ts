@@ -123,23 +123,23 @@ t.test('issue 26: a restart interrupts its own tasks and runs, and leaves anothe
   const folder = tempDir()
   t.teardown(folder.cleanup)
   const repository = await created(first, '/rest/v0/backup-repositories', { name: 'local', url: `file://${folder.path}` })
-  const jobs = [
-    await created(first, '/rest/v0/backup-jobs', { name: 'ours', mode: 'full', vms: { id: demo.haltedVm }, remotes: { id: repository } }),
-    await created(first, '/rest/v0/backup-jobs', { name: 'theirs', mode: 'full', vms: { id: demo.haltedVm }, remotes: { id: repository } }),
-  ]
+  // ours, ours from before installations were recorded, theirs
+  const owners = [installationId, null, other]
+  const jobs: string[] = []
+  for (const name of ['ours', 'legacy', 'theirs']) jobs.push(await created(first, '/rest/v0/backup-jobs', { name, mode: 'full', vms: { id: demo.haltedVm }, remotes: { id: repository } }))
   const insertRecord = db.prepare('INSERT INTO backup_records (type, id, data, installation_id) VALUES (?, ?, ?, ?)')
   const logs = jobs.map((jobId, i) => {
     const id = String(now + i)
-    const owner = i === 0 ? installationId : other
+    const owner = owners[i] ?? null
     insertRecord.run('backup-log', id, JSON.stringify({ id, type: 'backup-log', message: 'backup', jobId, jobName: 'x', start: now, status: 'pending', data: { mode: 'full' }, tasks: [] }), owner)
     insertRecord.run('restore-log', id, JSON.stringify({ id, type: 'restore-log', message: 'restore', data: { backupId: 'x', jobId, srId: demo.defaultSr, time: now }, start: now, status: 'pending', tasks: [] }), owner)
     db.prepare("UPDATE backup_records SET data = json_set(data, '$.runId', ?) WHERE type = 'backup' AND id = ?").run(id, jobId)
     return id
   })
-  const [ownLog, foreignLog] = logs as [string, string]
+  const [ownLog, legacyLog, foreignLog] = logs as [string, string, string]
   const rowsOf = (server: TestServer): unknown[] => [
     server.app.db.prepare(`SELECT * FROM tasks WHERE id IN (${foreignTasks.map(() => '?').join(', ')}) ORDER BY id`).all(...foreignTasks),
-    server.app.db.prepare("SELECT * FROM backup_records WHERE (type IN ('backup-log', 'restore-log') AND id = ?) OR (type = 'backup' AND id = ?) ORDER BY type").all(foreignLog, jobs[1]),
+    server.app.db.prepare("SELECT * FROM backup_records WHERE (type IN ('backup-log', 'restore-log') AND id = ?) OR (type = 'backup' AND id = ?) ORDER BY type").all(foreignLog, jobs[2]),
   ]
   const foreignRows = rowsOf(first)
 
@@ -154,10 +154,16 @@ t.test('issue 26: a restart interrupts its own tasks and runs, and leaves anothe
   t.same(rowsOf(second), foreignRows, 'and stays as it was')
   for (const collection of ['backup-logs', 'restore-logs']) {
     t.equal((await second.json<Obj>(`/rest/v0/${collection}/${ownLog}`)).body['status'], 'interrupted', `${collection}: ours`)
+    t.equal((await second.json<Obj>(`/rest/v0/${collection}/${legacyLog}`)).body['status'], 'interrupted', `${collection}: ours from before`)
     t.equal((await second.json<Obj>(`/rest/v0/${collection}/${foreignLog}`)).body['status'], 'pending', `${collection}: theirs`)
   }
   t.equal((await second.json<Obj>(`/rest/v0/backup-jobs/${jobs[0]}`)).body['runId'], undefined, 'our job is idle again')
-  t.equal((await second.json<Obj>(`/rest/v0/backup-jobs/${jobs[1]}`)).body['runId'], foreignLog, 'theirs still runs')
+  t.equal((await second.json<Obj>(`/rest/v0/backup-jobs/${jobs[1]}`)).body['runId'], undefined, 'and the one from before')
+  t.equal((await second.json<Obj>(`/rest/v0/backup-jobs/${jobs[2]}`)).body['runId'], foreignLog, 'theirs still runs')
+  const refused = await second.json<Obj>(`/rest/v0/backup-jobs/${jobs[2]}/actions/run?sync=true`, { method: 'POST' })
+  t.equal(refused.status, 409, 'and cannot be run again from here')
+  t.match(refused.body, { code: 'INCORRECT_STATE', data: { actual: 'running', expected: 'idle' } })
+  t.same(rowsOf(second), foreignRows, 'nor changed')
 })
 
 t.test('issue 26: the installation id is made once; a damaged one stops the start', async (t) => {
