@@ -42,6 +42,7 @@ import type { RouteDef } from './http/route.js'
 import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
 import { StreamPacer } from './http/stream-pacer.js'
+import { loadInstallationId } from './installation.js'
 import { openDatabase, type Db } from './store/database.js'
 import { TaskManager } from './tasks/manager.js'
 import { createServiceLog, loggerServiceLog, type ServiceLog } from './log.js'
@@ -71,6 +72,8 @@ export interface App {
   readonly driver: Driver
   readonly bus: EventBus
   readonly tasks: TaskManager
+  /** this installation's id (src/installation.ts) */
+  readonly installationId: string
   readonly log: Logger
   /** Writes out buffered log lines now (before a fatal exit; a clean close does it itself). */
   flushLog(): void
@@ -114,6 +117,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const serviceLog: ServiceLog = options.logger === undefined ? createServiceLog(options.config.log.level) : loggerServiceLog(options.logger)
   const { log } = serviceLog
   const db = openDatabase(options.dataDir)
+  const installationId = loadInstallationId(options.dataDir)
   const bus = new EventBus((error) => log.error({ err: error }, 'event listener failed'))
   const tokens = new TokenStore(db, loadClientKey(options.dataDir), clock)
   const directory = new Directory(db, bus, clock, (userId) => tokens.forgetUser(userId))
@@ -143,6 +147,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const router = new Router()
   const tasks = new TaskManager(db, bus, {
     clock,
+    installationId,
     keep: options.config.tasks.keep,
     onUnexpectedError: (error, task) => log.error({ err: error, taskId: task.id }, 'task failed unexpectedly'),
   })
@@ -166,6 +171,7 @@ export async function createApp(options: AppOptions): Promise<App> {
           workers,
           clock,
           repositoryRoots,
+          installationId,
           warn: (error, message, fields) => log.warn({ err: error, ...fields }, message),
         })
   const sources = [...collectionSources({ driver, directory, acl, tasks }), ...(backups === undefined ? [] : backupSources(backups))]
@@ -269,6 +275,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     driver,
     bus,
     tasks,
+    installationId,
     log,
     listen: (port, host) =>
       new Promise((resolve, reject) => {

@@ -10,6 +10,7 @@ import type { DeltaBackupMetadata, FullBackupMetadata } from './metadata.js'
 import type { LocalRepository } from './repository.js'
 import { oldEntries } from './retention.js'
 import type { BackupStore, DeltaBase } from './store.js'
+import { backupSnapshotMarks } from './snapshot-marks.js'
 import { selectVms } from './vm-pattern.js'
 import { toXapiRecords, vmRecord } from './xapi-records.js'
 
@@ -22,6 +23,8 @@ export interface RunnerDeps {
   /** the repository a record names, ready to write, or the reason it is not */
   readonly open: (repository: BackupRepository) => Promise<LocalRepository>
   readonly clock: () => number
+  /** marked on the snapshots runs take, so that only this installation's start removes them */
+  readonly installationId: string
   /** archives were written or removed in these repositories */
   readonly changed: (repositoryIds: readonly string[]) => void
   readonly warn: (error: unknown, message: string, fields: Record<string, unknown>) => void
@@ -29,8 +32,8 @@ export interface RunnerDeps {
 
 const DEFAULT_CONCURRENCY = 2
 
-/** The snapshots a run takes are named so, and so recognized after a crash. */
-export const BACKUP_SNAPSHOT_PREFIX = '[XO Backup '
+/** The snapshots a run takes are named as the reference names its own; their marks, not their names, say whose they are. */
+const BACKUP_SNAPSHOT_PREFIX = '[XO Backup '
 
 const snapshotName = (job: BackupJob, vm: XoRecord): string => `${BACKUP_SNAPSHOT_PREFIX}${job.name}] ${String(vm.name_label)}`
 
@@ -247,7 +250,12 @@ export class BackupRunner {
     try {
       // The log keeps the snapshot's id (the reference's step result), not its record.
       const snapshotId = await log.step(node, 'snapshot', undefined, async () => {
-        const created = await driver.perform(vm, 'snapshot', { name_label: snapshotName(job, vm) }, context(userId, signal))
+        const created = await driver.perform(
+          vm,
+          'snapshot',
+          { name_label: snapshotName(job, vm), other_config: backupSnapshotMarks(this.#deps.installationId, job, scheduleId, vm, this.#deps.clock()) },
+          context(userId, signal),
+        )
         if (created === undefined) throw new Error(`the snapshot of VM ${vm.id} was not created`)
         return created.id
       })

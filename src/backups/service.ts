@@ -13,7 +13,8 @@ import { formatBackupTimestamp, parseArchiveId } from './layout.js'
 import type { BackupMetadata } from './metadata.js'
 import { confineRepository } from './confine.js'
 import { LocalRepository } from './repository.js'
-import { BACKUP_SNAPSHOT_PREFIX, BackupRunner, repositoryIdsOf } from './runner.js'
+import { BackupRunner, repositoryIdsOf } from './runner.js'
+import { isOwnBackupSnapshot } from './snapshot-marks.js'
 import { BackupStore } from './store.js'
 import { fromXapiRecords } from './xapi-records.js'
 import type { Db } from '../store/database.js'
@@ -28,6 +29,8 @@ export interface BackupServiceDeps {
   readonly clock: () => number
   /** the folders repositories must be in (`[backups] repositoryRoots`) */
   readonly repositoryRoots: readonly string[]
+  /** this installation's id: what its start-up sweep may touch carries it (src/installation.ts) */
+  readonly installationId: string
   /** something went wrong in the background (a schedule that did not start, a repository that could not be cleaned) */
   readonly warn: (error: unknown, message: string, fields: Record<string, unknown>) => void
 }
@@ -65,7 +68,7 @@ export class BackupService {
 
   constructor(deps: BackupServiceDeps) {
     this.#deps = deps
-    this.store = new BackupStore(deps.db, deps.bus)
+    this.store = new BackupStore(deps.db, deps.bus, deps.installationId)
     this.archives = new ArchiveIndex(deps.bus)
     this.#runner = new BackupRunner({
       store: this.store,
@@ -74,6 +77,7 @@ export class BackupService {
       tasks: deps.tasks,
       workers: deps.workers,
       clock: deps.clock,
+      installationId: deps.installationId,
       open: (repository) => this.#open(repository),
       warn: deps.warn,
       changed: (ids) => {
@@ -83,21 +87,26 @@ export class BackupService {
   }
 
   /**
-   * After a restart: runs that were going on are interrupted, their jobs
-   * idle again; snapshots they left (not kept as a delta base) are removed;
-   * repositories are checked and listed; schedules start.
+   * After a restart: this installation's runs that were going on are
+   * interrupted, their jobs idle again; snapshots its runs left (marked with
+   * its id, not kept as a delta base) are removed; repositories are checked
+   * and listed; schedules start. Another installation's runs and snapshots,
+   * and the reference's, are left as they are.
    */
   async open(): Promise<void> {
     const { store } = this
-    for (const log of store.list('backup-log')) if (log.status === 'pending') store.put({ ...log, status: 'interrupted', end: this.#deps.clock() })
-    for (const log of store.list('restore-log')) if (log.status === 'pending') store.put({ ...log, status: 'interrupted', end: this.#deps.clock() })
+    const { installationId } = this.#deps
+    for (const type of ['backup-log', 'restore-log'] as const) {
+      for (const log of store.list(type)) if (log.status === 'pending' && store.isOwnLog(type, log.id)) store.put({ ...log, status: 'interrupted', end: this.#deps.clock() })
+    }
     for (const job of store.list('backup')) {
-      if (job.runId === undefined) continue
+      // A job's runId names its run's log, which says whose run it is.
+      if (job.runId === undefined || (store.get('backup-log', job.runId) !== undefined && !store.isOwnLog('backup-log', job.runId))) continue
       const { runId: _, ...idle } = job
       store.put(idle)
     }
     const kept = store.baseSnapshots()
-    const orphans = [...this.#deps.driver.objectsOfType('VM-snapshot')].filter((snapshot) => String(snapshot.name_label).startsWith(BACKUP_SNAPSHOT_PREFIX) && !kept.has(snapshot.id))
+    const orphans = [...this.#deps.driver.objectsOfType('VM-snapshot')].filter((snapshot) => isOwnBackupSnapshot(snapshot, installationId) && !kept.has(snapshot.id))
     for (const snapshot of orphans) await this.#deps.driver.destroy(snapshot, { signal: new AbortController().signal, userId: '', progress: () => {} })
     for (const repository of store.list('backup-repository')) {
       const checked = await this.#check(repository)

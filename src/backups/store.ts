@@ -20,7 +20,12 @@ const MIGRATIONS = [
     PRIMARY KEY (job_id, vm_id)
   );
   `,
+  // the installation that wrote a backup or restore log: a start interrupts only its own runs
+  'ALTER TABLE backup_records ADD COLUMN installation_id TEXT',
 ]
+
+/** Records one installation's run writes; the others (repositories, jobs, schedules) are everyone's. */
+const RUN_LOGS: ReadonlySet<BackupRecordType> = new Set(['backup-log', 'restore-log'])
 
 /** What the store keeps, by record type. */
 export interface BackupRecords {
@@ -43,12 +48,16 @@ export interface DeltaBase {
 /**
  * Repositories, jobs, schedules and logs: persisted before anyone sees them,
  * then published on the event bus, so they list, watch and stream like every
- * other collection. Records are frozen and replaced whole on change.
+ * other collection. Records are frozen and replaced whole on change. A log
+ * keeps the installation that wrote it (in its row, not its record).
  */
 export class BackupStore {
   readonly #bus: EventBus
   readonly #records = new Map<BackupRecordType, Map<string, XoRecord>>()
-  readonly #upsert: Statement<[string, string, string]>
+  readonly #installationId: string
+  /** `type/id` of the logs another installation wrote */
+  readonly #foreign = new Set<string>()
+  readonly #upsert: Statement<[string, string, string, string | null]>
   readonly #delete: Statement<[string, string]>
   readonly #getBase: Statement<[string, string]>
   readonly #putBase: Statement<[string, string, string]>
@@ -56,17 +65,22 @@ export class BackupStore {
   readonly #allBases: Statement<[]>
   #closed = false
 
-  constructor(db: Db, bus: EventBus) {
+  constructor(db: Db, bus: EventBus, installationId: string) {
     this.#bus = bus
+    this.#installationId = installationId
     migrateComponent(db, 'backups', MIGRATIONS)
-    this.#upsert = db.prepare('INSERT INTO backup_records (type, id, data) VALUES (?, ?, ?) ON CONFLICT (type, id) DO UPDATE SET data = excluded.data')
+    // Logs from before installations were recorded come from the one Keel that used this database then: this data directory's.
+    db.prepare(`UPDATE backup_records SET installation_id = ? WHERE installation_id IS NULL AND type IN (${[...RUN_LOGS].map(() => '?').join(', ')})`).run(installationId, ...RUN_LOGS)
+    // The writer of a log is set once, when it is created.
+    this.#upsert = db.prepare('INSERT INTO backup_records (type, id, data, installation_id) VALUES (?, ?, ?, ?) ON CONFLICT (type, id) DO UPDATE SET data = excluded.data')
     this.#delete = db.prepare('DELETE FROM backup_records WHERE type = ? AND id = ?')
     this.#getBase = db.prepare('SELECT data FROM backup_bases WHERE job_id = ? AND vm_id = ?').pluck() as Statement<[string, string]>
     this.#putBase = db.prepare('INSERT INTO backup_bases (job_id, vm_id, data) VALUES (?, ?, ?) ON CONFLICT (job_id, vm_id) DO UPDATE SET data = excluded.data')
     this.#deleteBase = db.prepare('DELETE FROM backup_bases WHERE job_id = ? AND vm_id = ?')
     this.#allBases = db.prepare('SELECT data FROM backup_bases').pluck() as Statement<[]>
-    for (const row of db.prepare('SELECT type, id, data FROM backup_records ORDER BY rowid').all() as Array<{ type: BackupRecordType; id: string; data: string }>) {
+    for (const row of db.prepare('SELECT type, id, data, installation_id FROM backup_records ORDER BY rowid').all() as Array<{ type: BackupRecordType; id: string; data: string; installation_id: string | null }>) {
       this.#map(row.type).set(row.id, Object.freeze(JSON.parse(row.data) as XoRecord))
+      if (RUN_LOGS.has(row.type) && row.installation_id !== installationId) this.#foreign.add(`${row.type}/${row.id}`)
     }
   }
 
@@ -89,12 +103,17 @@ export class BackupStore {
     const text = JSON.stringify(record)
     const frozen = Object.freeze(JSON.parse(text) as XoRecord)
     if (this.#closed) return frozen as BackupRecords[T]
-    this.#upsert.run(record.type, record.id, text)
+    this.#upsert.run(record.type, record.id, text, RUN_LOGS.has(record.type) ? this.#installationId : null)
     const map = this.#map(record.type)
     const previous = map.get(record.id)
     map.set(record.id, frozen)
     this.#bus.publish(previous === undefined ? { kind: 'add', object: frozen } : { kind: 'update', object: frozen, previous })
     return frozen as BackupRecords[T]
+  }
+
+  /** Whether this installation wrote the log (a run of its own). */
+  isOwnLog(type: 'backup-log' | 'restore-log', id: string): boolean {
+    return this.#map(type).has(id) && !this.#foreign.has(`${type}/${id}`)
   }
 
   remove(type: BackupRecordType, id: string): void {
@@ -103,6 +122,7 @@ export class BackupStore {
     if (previous === undefined || this.#closed) return
     this.#delete.run(type, id)
     map.delete(id)
+    this.#foreign.delete(`${type}/${id}`)
     this.#bus.publish({ kind: 'remove', object: previous, previous })
   }
 

@@ -110,7 +110,11 @@ export interface Created {
  * `capabilities` declares (a driver may reject anything else with
  * NO_SUCH_OBJECT). Names and parameters are the REST API's own
  * (src/model/operations.ts), already validated against their schemas, with
- * every referenced object checked to exist. Semantic failures are KeelErrors
+ * every referenced object checked to exist; besides them, Keel itself (never
+ * a client: the REST schema refuses it) passes a VM `snapshot` an
+ * `other_config` of string entries for the snapshot's other_config, which
+ * never inherits the VM's installation mark (src/installation.ts), so that
+ * only the taker marks a snapshot. Semantic failures are KeelErrors
  * (INCORRECT_STATE with `{actual, expected}`, INVALID_PARAMETERS,
  * NO_SUCH_OBJECT, ABORTED). Every change is durable before the promise
  * settles; an operation that fails or is aborted leaves a consistent state

@@ -87,4 +87,6 @@ export const migrations: readonly string[] = [
     after TEXT
   );
   `,
+  // 5: the installation that runs each task, so that a start interrupts only its own (rows from before are adopted at the next start)
+  'ALTER TABLE tasks ADD COLUMN installation_id TEXT',
 ]

@@ -34,6 +34,8 @@ const percentOf = (value: number): number => Math.max(0, Math.min(100, Math.roun
 
 export interface TaskManagerOptions {
   readonly clock: () => number
+  /** this installation's id: its rows are the ones it interrupts and prunes (src/installation.ts) */
+  readonly installationId: string
   /** finished tasks kept, newest first */
   readonly keep: number
   /** called when a task fails on something that is not a KeelError */
@@ -44,15 +46,19 @@ export interface TaskManagerOptions {
  * Tasks: persisted records of long operations. Each state a task reaches is
  * committed before anyone can observe it, so a response that names a final
  * state is durable, and a crash leaves at worst `pending` rows, which become
- * `interrupted` at the next start.
+ * `interrupted` at the next start. Each row names the installation running
+ * it; a start interrupts and prunes only its own, so Keels sharing the
+ * database leave each other's work alone.
  */
 export class TaskManager {
   readonly #db: Db
   readonly #bus: EventBus
   readonly #options: TaskManagerOptions
   readonly #tasks = new Map<string, TaskRecord>()
+  /** ids of tasks another installation runs or ran */
+  readonly #foreign = new Set<string>()
   readonly #live = new Map<string, Live>()
-  readonly #upsert: Statement<[string, string, string]>
+  readonly #upsert: Statement<[string, string, string, string]>
   readonly #delete: Statement<[string]>
   #closed = false
 
@@ -61,7 +67,7 @@ export class TaskManager {
     this.#bus = bus
     this.#options = options
     this.#upsert = db.prepare(
-      'INSERT INTO tasks (id, status, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data',
+      'INSERT INTO tasks (id, status, data, installation_id) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data',
     )
     this.#delete = db.prepare('DELETE FROM tasks WHERE id = ?')
     this.#load()
@@ -138,6 +144,10 @@ export class TaskManager {
     const task = this.#tasks.get(id)
     if (task === undefined) throw noSuchObject(id, 'task')
     const live = this.#live.get(id)
+    // Its work runs elsewhere, out of this installation's reach.
+    if (task.status === 'pending' && this.#foreign.has(id)) {
+      throw incorrectState({ actual: 'another installation', expected: 'this installation', object: id, property: 'installation' })
+    }
     if (task.status !== 'pending' || live === undefined) {
       throw incorrectState({ actual: task.status, expected: 'pending', object: id, property: 'status' })
     }
@@ -220,7 +230,7 @@ export class TaskManager {
   #save(task: TaskRecord, previous: TaskRecord | undefined): void {
     if (this.#closed) return
     const frozen = Object.freeze(task)
-    this.#upsert.run(task.id, task.status, JSON.stringify(task))
+    this.#upsert.run(task.id, task.status, JSON.stringify(task), this.#options.installationId)
     this.#tasks.set(task.id, frozen)
     this.#bus.publish(previous === undefined ? { kind: 'add', object: frozen } : { kind: 'update', object: frozen, previous })
   }
@@ -228,20 +238,22 @@ export class TaskManager {
   #remove(task: TaskRecord): void {
     this.#delete.run(task.id)
     this.#tasks.delete(task.id)
+    this.#foreign.delete(task.id)
     this.#bus.publish({ kind: 'remove', object: task })
   }
 
-  /** Keeps the newest `keep` finished tasks; pending ones are never pruned. */
+  /** Keeps the newest `keep` finished tasks of this installation; pending ones are never pruned, nor another installation's. */
   #prune(): void {
+    const prunable = (task: TaskRecord): boolean => task.status !== 'pending' && !this.#foreign.has(task.id)
     let finished = 0
-    for (const task of this.#tasks.values()) if (task.status !== 'pending') finished++
+    for (const task of this.#tasks.values()) if (prunable(task)) finished++
     if (finished <= this.#options.keep) return
     const excess = finished - this.#options.keep
     const victims: TaskRecord[] = []
     // Map order is id order at load and creation order afterwards: both oldest first.
     for (const task of this.#tasks.values()) {
       if (victims.length === excess) break
-      if (task.status !== 'pending') victims.push(task)
+      if (prunable(task)) victims.push(task)
     }
     this.#db.transaction(() => {
       for (const task of victims) this.#remove(task)
@@ -250,14 +262,19 @@ export class TaskManager {
 
   #load(): void {
     const now = this.#options.clock()
+    const { installationId } = this.#options
     this.#db.transaction(() => {
-      const rows = this.#db.prepare('SELECT id, status, data FROM tasks ORDER BY id').all() as Array<{ id: string; status: string; data: string }>
+      // Rows from before installations were recorded come from the one Keel that used this database then: this data directory's.
+      this.#db.prepare('UPDATE tasks SET installation_id = ? WHERE installation_id IS NULL').run(installationId)
+      const rows = this.#db.prepare('SELECT id, status, data, installation_id FROM tasks ORDER BY id').all() as Array<{ id: string; status: string; data: string; installation_id: string }>
       for (const row of rows) {
         let task = JSON.parse(row.data) as TaskRecord
-        if (task.status === 'pending') {
+        if (row.installation_id !== installationId) {
+          this.#foreign.add(task.id)
+        } else if (task.status === 'pending') {
           // Left pending by a crash or a stop: the work is gone, say so.
           task = { ...task, status: 'interrupted', end: now, updatedAt: now }
-          this.#upsert.run(task.id, task.status, JSON.stringify(task))
+          this.#upsert.run(task.id, task.status, JSON.stringify(task), installationId)
         }
         this.#tasks.set(task.id, Object.freeze(task))
       }

@@ -1,6 +1,7 @@
 import type { Test } from 'tap'
 import type { Driver, ObjectChange, OperationContext, XoRecord } from '../../src/driver/types.js'
 import { isKeelError } from '../../src/errors.js'
+import { INSTALLATION_MARK } from '../../src/installation.js'
 import { recordSchemas } from '../../src/model/records.js'
 
 /**
@@ -38,6 +39,8 @@ export interface ConformanceCases {
   }
   /** an object DELETE destroys */
   readonly destroy: XoRecord
+  /** a VM its `snapshot` action snapshots now */
+  readonly snapshotVm: XoRecord
 }
 
 export interface DriverFactory {
@@ -238,6 +241,16 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
 
     await driver.perform(action.object, action.action, action.params ?? {}, context())
     t.same(listings(await opened.reopen()), listings(driver), 'after an action, every record and every order')
+  })
+
+  t.test('marks: a VM snapshot carries the other_config Keel gives it, after a reopen too', async (t) => {
+    const opened = await factory.open(t)
+    const { driver } = opened
+    const marks = { [INSTALLATION_MARK]: 'c0ffee00-0000-4000-8000-00000000c0de', 'xo:backup:job': 'conformance' }
+    const created = await driver.perform(factory.cases(driver).snapshotVm, 'snapshot', { name_label: '[XO Backup conformance] marks', other_config: marks }, context())
+    t.equal(created?.type, 'VM-snapshot')
+    t.match(driver.getObject(created?.id ?? '')?.['other'], marks)
+    t.match((await opened.reopen()).getObject(created?.id ?? '')?.['other'], marks)
   })
 
   t.test('operations: each declared capability works', async (t) => {

@@ -26,6 +26,7 @@ driverConformance(t, {
     abortable: { object: named(driver, 'host', 'xcp-ng-02'), action: 'clean_reboot' },
     patch: { object: named(driver, 'VM', 'web-01'), patch: { nameDescription: 'conformance' }, expect: { name_description: 'conformance' } },
     destroy: first(driver, 'VM-snapshot'),
+    snapshotVm: named(driver, 'VM', 'web-01'),
   }),
   problems,
 })

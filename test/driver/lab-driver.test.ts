@@ -1,9 +1,14 @@
 import t from 'tap'
-import { writeLab, type LabDriver } from '../../src/driver/lab/driver.js'
+import { mkdtempSync, readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { collectGarbage } from '../../src/driver/lab/disk-gc.js'
+import { LabDriver, writeLab } from '../../src/driver/lab/driver.js'
+import { openDatabase } from '../../src/store/database.js'
 import type { LabSpec } from '../../src/driver/lab/spec.js'
 import type { ObjectChange, XoRecord } from '../../src/driver/types.js'
 import type { KeelError } from '../../src/errors.js'
-import { CREATOR, NOW, openLab as openAnyLab, type Lab, type TestScope } from '../helpers/lab.js'
+import { context, CREATOR, NOW, openLab as openAnyLab, removeLater, type Lab, type TestScope } from '../helpers/lab.js'
 
 /** A lab whose clock stands still at NOW; `keep` leaves its data for a reopening. */
 const openLab = (t: TestScope, options: { spec?: LabSpec; dataDir?: string; keep?: boolean } = {}): Promise<Lab> =>
@@ -199,4 +204,22 @@ t.test('the driver seeds a given spec instead of the demo', async (t) => {
   const { driver } = await openLab(t, { spec })
   t.equal(driver.countOfType('VM'), 1)
   t.same(vmNamed(driver, 'router')['addresses'], { '0/ipv4/0': '192.168.1.100' })
+})
+
+t.test('a closed lab has ended its background disk work, so a restart in the same process finds the folders still', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keel-lab-'))
+  removeLater(t, dataDir)
+  const db = openDatabase(dataDir)
+  t.teardown(() => db.close())
+  const driver = new LabDriver(db, { creatorId: CREATOR, clock: () => NOW, stepDelay: 0, dataDir })
+  await driver.open()
+  const web = vmNamed(driver, 'web-01')
+  const snapshot = await driver.perform(web, 'snapshot', {}, context())
+  // Its disks' bases now have one child each: removing the snapshot starts merges in the background.
+  await driver.destroy(driver.getObject(snapshot?.id ?? '') as XoRecord, context())
+  const ids = new Set([...driver.objectsOfType('VDI'), ...driver.objectsOfType('VDI-snapshot')].map((disk) => disk.id))
+  await driver.close()
+  const folders = readdirSync(join(dataDir, 'srs'))
+  t.ok(folders.length > 0, 'the demo lab has disk content')
+  for (const sr of folders) t.equal(await collectGarbage(join(dataDir, 'srs', sr), (id) => ids.has(id)), false, `${sr}: nothing left to tidy`)
 })

@@ -1,5 +1,6 @@
 import t from 'tap'
 import type { ObjectChange, XoRecord } from '../../src/driver/types.js'
+import { INSTALLATION_MARK } from '../../src/installation.js'
 import type { VdiSnapshotRecord, VmRecord, VmSnapshotRecord } from '../../src/model/records.js'
 import { context, NOW, openLab, USER } from '../helpers/lab.js'
 import { act, current, failure, field, named, problems, progressComplete } from './fixtures/lab.js'
@@ -146,4 +147,27 @@ t.test('an aborted snapshot creates nothing', async (t) => {
   t.equal(ctx.reported.length, 1)
   t.same(changes, [])
   t.equal(driver.countOfType('VM-snapshot'), 2)
+})
+
+t.test('issue 26: a snapshot takes the other_config its taker gives, durably, and never its VM installation mark', async (t) => {
+  const first = await openLab(t, { keep: true })
+  const vm = named(first.driver, 'VM', 'web-01')
+  first.driver.applyChanges([{ kind: 'update', object: { ...vm, other: { ...vmOf(vm).other, [INSTALLATION_MARK]: 'of-the-vm', 'xo:backup:job': 'job-0' } } }])
+  const plain = await act(first.driver, current(first.driver, vm.id), 'snapshot', { name_label: 'by hand' })
+  const marked = await act(first.driver, current(first.driver, vm.id), 'snapshot', { other_config: { [INSTALLATION_MARK]: 'of-the-taker', 'xo:backup:job': 'job-1' } })
+
+  const count = first.driver.countOfType('VM-snapshot')
+  const bad = await failure(act(first.driver, current(first.driver, vm.id), 'snapshot', { other_config: { [INSTALLATION_MARK]: 1 } }))
+  t.equal(bad.code, 'INVALID_PARAMETERS')
+  t.match(bad.data, { errors: [{ path: 'body.other_config' }] })
+  t.equal(first.driver.countOfType('VM-snapshot'), count, 'nothing taken')
+  await first.driver.close()
+  first.db.close()
+
+  const { driver } = await openLab(t, { dataDir: first.dataDir })
+  const otherOf = (id: string | undefined): Record<string, string> => field<Record<string, string>>(current(driver, id ?? ''), 'other')
+  t.equal(otherOf(plain?.id)[INSTALLATION_MARK], undefined, 'not inherited')
+  t.equal(otherOf(plain?.id)['xo:backup:job'], 'job-0', 'the rest of the VM other_config is, as XAPI copies it')
+  t.match(otherOf(marked?.id), { [INSTALLATION_MARK]: 'of-the-taker', 'xo:backup:job': 'job-1' })
+  t.same(problems(driver), [])
 })

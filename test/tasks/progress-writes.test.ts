@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3'
+import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { migrate, type Db } from '../../src/store/database.js'
@@ -24,7 +25,7 @@ function setup(t: { teardown(fn: () => unknown): void }): Setup {
   let writes = 0
   // Every write is published once, right after the row is committed.
   bus.subscribe(() => writes++)
-  const tasks = new TaskManager(db, bus, { clock: clock.read, keep: 10 })
+  const tasks = new TaskManager(db, bus, { clock: clock.read, keep: 10, installationId: randomUUID() })
   t.teardown(() => {
     tasks.close()
     db.close()

@@ -87,6 +87,8 @@ export class LabDisks {
   readonly #queues = new Map<string, Promise<unknown>>()
   readonly #busy = new Map<string, number>()
   readonly #untidy = new Set<string>()
+  /** tidies started in the background, until they end */
+  readonly #tidying = new Set<Promise<void>>()
 
   constructor(dataDir: string, hooks: LabDisksHooks) {
     this.#root = join(dataDir, 'srs')
@@ -128,9 +130,16 @@ export class LabDisks {
   #tidyLater(sr: string): void {
     this.#untidy.add(sr)
     if ((this.#busy.get(sr) ?? 0) > 0) return
-    void this.tidy(sr).catch(() => {
+    const tidying = this.tidy(sr).catch(() => {
       // Left untidy: the chains still read right, and the next tidy or start tries again.
     })
+    this.#tidying.add(tidying)
+    void tidying.then(() => this.#tidying.delete(tidying))
+  }
+
+  /** Waits for the background tidies under way: after a close, another driver may open the folders (a restart in the same process). */
+  async settle(): Promise<void> {
+    while (this.#tidying.size > 0) await Promise.all(this.#tidying)
   }
 
   /** Measures an SR's files and hands the figures to the records. */

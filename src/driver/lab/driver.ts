@@ -129,6 +129,7 @@ export class LabDriver implements Driver, LabStore {
   async close(): Promise<void> {
     this.#listeners.clear()
     this.#closed = true
+    await this.#files?.settle()
   }
 
   isOpen(): boolean {

@@ -21,3 +21,12 @@ export function requiredString(params: Params, key: string): string {
   if (value === undefined) throw invalidParameters([{ path: `body.${key}`, message: 'is required' }])
   return value
 }
+
+export function optionalStringMap(params: Params, key: string): Readonly<Record<string, string>> | undefined {
+  const value = params[key]
+  if (value === undefined) return undefined
+  if (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.values(value).every((entry) => typeof entry === 'string')) {
+    return value as Readonly<Record<string, string>>
+  }
+  throw invalidParameters([{ path: `body.${key}`, message: 'must be an object of strings' }])
+}

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { incorrectState, invalidParameters, isKeelError } from '../../../errors.js'
+import { INSTALLATION_MARK } from '../../../installation.js'
 import type { VmRecord, VmSnapshotRecord } from '../../../model/records.js'
 import { vmLinkDefaults } from '../record-defaults.js'
 import { addVbd, addVdi, addVdiSnapshot, addVif, identity, randomMac } from './builders.js'
 import { ALL_STATES, clearRuntime, haltedContainer, powerOn, requirePowerState, seconds } from './guest.js'
 import { addToList } from './lists.js'
-import { optionalString, requiredString, type ActionHandler } from './params.js'
+import { optionalString, optionalStringMap, requiredString, type ActionHandler, type Params } from './params.js'
 import { chooseHost } from './placement.js'
 import type { Frozen, Plan } from './plan.js'
 import { runTransition, transitionSteps } from './power.js'
@@ -63,19 +64,26 @@ function haltedSettings(vm: Frozen<VmRecord>): Omit<VmRecord, 'vulnerabilities'>
   }
 }
 
-/** A disk-only snapshot: a halted copy of the VM's settings, a VDI-snapshot per disk and copies of its VIFs. */
-function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: number, copies: ReadonlyMap<string, string>): string {
+/**
+ * A disk-only snapshot: a halted copy of the VM's settings, a VDI-snapshot
+ * per disk and copies of its VIFs. Its other_config is the VM's, without
+ * Keel's installation mark (a snapshot is marked only by whoever takes it),
+ * plus the entries of the `other_config` parameter (given by Keel itself:
+ * the REST schema does not take it).
+ */
+function snapshotVm(plan: Plan, vmId: string, params: Params, now: number, copies: ReadonlyMap<string, string>): string {
   const vm = plan.get(vmId, 'VM')
   requirePowerState(vm, ALL_STATES)
   const drives = diskDrives(plan, vm)
   reserveThick(plan, drives.map((drive) => drive.vdi))
   const time = seconds(now)
+  const { [INSTALLATION_MARK]: _, ...inherited } = vm.other
   const snapshot = plan.add<VmSnapshotRecord>({
     ...haltedSettings(vm),
     type: 'VM-snapshot',
     ...identity(vm.$pool),
-    name_label: name ?? vm.name_label,
-    other: { ...vm.other, [POWER_STATE_AT_SNAPSHOT]: vm.power_state },
+    name_label: optionalString(params, 'name_label') ?? vm.name_label,
+    other: { ...inherited, [POWER_STATE_AT_SNAPSHOT]: vm.power_state, ...optionalStringMap(params, 'other_config') },
     $container: haltedContainer(plan, vm),
     snapshot_time: time,
     $snapshot_of: vm.id,
@@ -95,7 +103,7 @@ function snapshotVm(plan: Plan, vmId: string, name: string | undefined, now: num
 }
 
 /** A fast clone of a halted VM: new disks sharing the originals' blocks, new VIFs with new MACs. */
-function cloneVm(plan: Plan, vmId: string, name: string | undefined, userId: string, now: number, copies: ReadonlyMap<string, string>): string {
+function cloneVm(plan: Plan, vmId: string, params: Params, userId: string, now: number, copies: ReadonlyMap<string, string>): string {
   const vm = plan.get(vmId, 'VM')
   requirePowerState(vm, ['Halted'])
   const drives = diskDrives(plan, vm)
@@ -105,7 +113,7 @@ function cloneVm(plan: Plan, vmId: string, name: string | undefined, userId: str
   const clone = plan.add<VmRecord>({
     ...settings,
     ...base,
-    name_label: name ?? `${vm.name_label} (clone)`,
+    name_label: optionalString(params, 'name_label') ?? `${vm.name_label} (clone)`,
     creation: {
       date: new Date(now).toISOString(),
       ...(vm.creation?.template === undefined ? {} : { template: vm.creation.template }),
@@ -212,23 +220,22 @@ function restoreDisk(plan: Plan, vdiId: string, size: number): void {
  */
 function copyAction(
   type: 'VM' | 'VM-snapshot',
-  copy: (plan: Plan, op: Operation, vmId: string, name: string | undefined, copies: ReadonlyMap<string, string>) => string,
+  copy: (plan: Plan, op: Operation, vmId: string, params: Params, copies: ReadonlyMap<string, string>) => string,
 ): ActionHandler {
   return async (op, object, params) => {
-    const name = optionalString(params, 'name_label')
     const sources = preview(op.env, (plan) => {
-      copy(plan, op, object.id, name, new Map())
+      copy(plan, op, object.id, params, new Map())
       return diskDrives(plan, plan.get(object.id, 'VM')).map((drive) => plan.get(drive.vdi, 'VDI'))
     })
     const copies = new Map(sources.map((vdi) => [vdi.id, randomUUID()]))
     const run = new Run(op, COPY_WAITS + 1)
     await run.wait(COPY_WAITS)
     const disks = op.env.disks
-    if (disks === undefined) return { id: await run.apply((plan) => copy(plan, op, object.id, name, copies)), type }
+    if (disks === undefined) return { id: await run.apply((plan) => copy(plan, op, object.id, params, copies)), type }
     const releases: Array<() => void> = []
     try {
       for (const vdi of sources) releases.push(await disks.fork({ id: vdi.id, sr: vdi.$SR }, [copies.get(vdi.id) as string], vdi.size))
-      return { id: await run.apply((plan) => copy(plan, op, object.id, name, copies)), type }
+      return { id: await run.apply((plan) => copy(plan, op, object.id, params, copies)), type }
     } catch (error) {
       for (const vdi of sources) await disks.remove({ id: copies.get(vdi.id) as string, sr: vdi.$SR })
       throw error
@@ -263,8 +270,8 @@ async function revertContent(op: Operation, vmId: string, snapshotId: string): P
 }
 
 export const snapshotActions: Readonly<Record<string, ActionHandler>> = {
-  snapshot: copyAction('VM-snapshot', (plan, op, vmId, name, copies) => snapshotVm(plan, vmId, name, op.env.clock(), copies)),
-  clone: copyAction('VM', (plan, op, vmId, name, copies) => cloneVm(plan, vmId, name, op.userId, op.env.clock(), copies)),
+  snapshot: copyAction('VM-snapshot', (plan, op, vmId, params, copies) => snapshotVm(plan, vmId, params, op.env.clock(), copies)),
+  clone: copyAction('VM', (plan, op, vmId, params, copies) => cloneVm(plan, vmId, params, op.userId, op.env.clock(), copies)),
   // As XO does: a live VM is powered off first (the snapshots are disk-only), and a
   // VM snapshotted while running is started again, on its host if it can.
   revert_snapshot: async (op, object, params) => {
