@@ -9,6 +9,7 @@ import { invalidParameters, KeelError } from '../errors.js'
 import { giveBack } from '../formats/lending.js'
 import { VhdChain } from '../formats/vhd/chain.js'
 import { invalidDiskStream } from '../formats/stream-error.js'
+import { KeyedLock } from '../keyed-lock.js'
 import { closeAll, listFolder, mergeIntoChild, openVhdFile, syncFolder, type OpenedVhd } from '../formats/vhd/vhd-folder.js'
 import { formatBackupTimestamp, isSafeName, isUuid, metadataPath, parseArchiveId, parseVhdPath, vhdPath, VM_BACKUPS_DIR } from './layout.js'
 import { isParsed, parseBackupMetadata, type BackupMetadata, type DeltaBackupMetadata, type FullBackupMetadata } from './metadata.js'
@@ -57,19 +58,7 @@ const MAX_CHAIN = 10_000
 // One writer per VM folder at a time in this process: writes, deletes and
 // merges of a folder never interleave, and a temporary file found while
 // holding the folder is a leftover of a writer that died.
-const folderLocks = new Map<string, Promise<unknown>>()
-
-async function exclusive<T>(folder: string, work: () => Promise<T>): Promise<T> {
-  const previous = folderLocks.get(folder) ?? Promise.resolve()
-  const run = previous.then(work, work)
-  const tail = run.catch(() => undefined)
-  folderLocks.set(folder, tail)
-  try {
-    return await run
-  } finally {
-    if (folderLocks.get(folder) === tail) folderLocks.delete(folder)
-  }
-}
+const folderLocks = new KeyedLock<string>()
 
 async function writeDurably(path: string, data: string | Buffer, flag: 'wx' | 'w'): Promise<void> {
   const handle = await open(path, flag)
@@ -226,7 +215,7 @@ export class LocalRepository {
   async #writing<T>(metadata: Pick<BackupMetadata, 'vm' | 'timestamp'>, write: (names: { folder: string; ts: string; json: string }) => Promise<T>): Promise<T> {
     const folder = this.#vmFolder(this.#vmOf(metadata))
     const ts = formatBackupTimestamp(metadata.timestamp)
-    return exclusive(folder, async () => {
+    return folderLocks.run(folder, async () => {
       await mkdir(folder, { recursive: true })
       await this.#cleanFolder(folder)
       const json = join(folder, `${ts}.json`)
@@ -371,7 +360,7 @@ export class LocalRepository {
    */
   async deleteArchive(path: string): Promise<void> {
     const { folder, file } = this.#metadataFile(path)
-    await exclusive(folder, async () => {
+    await folderLocks.run(folder, async () => {
       let text: string
       try {
         text = await readFile(file, 'utf8')
@@ -395,7 +384,7 @@ export class LocalRepository {
   async clean(): Promise<void> {
     for (const vm of (await listFolder(join(this.root, VM_BACKUPS_DIR))).filter(isUuid)) {
       const folder = this.#vmFolder(vm)
-      await exclusive(folder, async () => {
+      await folderLocks.run(folder, async () => {
         if (await this.#cleanFolder(folder)) await this.#writeCache(folder)
       })
     }

@@ -8,6 +8,7 @@ import { SECTOR_SIZE } from '../../formats/vhd/constants.js'
 import { fileHandleAccess } from '../../formats/vhd/random-access.js'
 import type { VhdParentReference } from '../../formats/vhd/stream-encoder.js'
 import { VhdFile } from '../../formats/vhd/vhd-file.js'
+import { KeyedLock } from '../../keyed-lock.js'
 import type { DiskReadOptions, DiskWriteSession } from '../types.js'
 import { collectGarbage, surveyFolder, type FolderFile } from './disk-gc.js'
 import { openVhdFile, syncFolder } from '../../formats/vhd/vhd-folder.js'
@@ -84,7 +85,7 @@ const temporaryName = (name: string): string => `${name}.${randomBytes(6).toStri
 export class LabDisks {
   readonly #root: string
   readonly #hooks: LabDisksHooks
-  readonly #queues = new Map<string, Promise<unknown>>()
+  readonly #queues = new KeyedLock<string>()
   readonly #busy = new Map<string, number>()
   readonly #untidy = new Set<string>()
 
@@ -95,17 +96,6 @@ export class LabDisks {
 
   #folder(sr: string): string {
     return join(this.#root, pathPart(sr))
-  }
-
-  #serial<T>(sr: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(sr) ?? Promise.resolve()
-    const next = previous.then(work, work)
-    const settled = next.catch(() => {})
-    this.#queues.set(sr, settled)
-    void settled.then(() => {
-      if (this.#queues.get(sr) === settled) this.#queues.delete(sr)
-    })
-    return next
   }
 
   #hold(sr: string): () => void {
@@ -135,11 +125,11 @@ export class LabDisks {
 
   /** Measures an SR's files and hands the figures to the records. */
   async refresh(sr: string): Promise<void> {
-    this.#hooks.usageChanged(sr, usageOf(await this.#serial(sr, () => surveyFolder(this.#folder(sr)))))
+    this.#hooks.usageChanged(sr, usageOf(await this.#queues.run(sr, () => surveyFolder(this.#folder(sr)))))
   }
 
   async #open(disk: DiskRef): Promise<OpenedChain | undefined> {
-    return this.#serial(disk.sr, () => openChain(this.#folder(disk.sr), diskFileName(disk.id)))
+    return this.#queues.run(disk.sr, () => openChain(this.#folder(disk.sr), diskFileName(disk.id)))
   }
 
   /** Ascending indexes of the blocks holding data anywhere in the disk's chain, within `size`. */
@@ -207,7 +197,7 @@ export class LabDisks {
     const release = this.#hold(disk.sr)
     let prepared: { handle: FileHandle; vhd: VhdFile; temporary: string; base: string | undefined }
     try {
-      prepared = await this.#serial(disk.sr, async () => {
+      prepared = await this.#queues.run(disk.sr, async () => {
         await mkdir(folder, { recursive: true })
         const parent = options.patch === true ? await this.#pinAsBase(folder, name) : undefined
         const temporary = temporaryName(name)
@@ -227,7 +217,7 @@ export class LabDisks {
       try {
         await handle.sync()
         await handle.close()
-        await this.#serial(disk.sr, async () => {
+        await this.#queues.run(disk.sr, async () => {
           await rename(join(folder, temporary), join(folder, name))
           await syncFolder(folder)
         })
@@ -260,7 +250,7 @@ export class LabDisks {
         state = 'ended'
         try {
           if (was === 'open') await handle.close()
-          await this.#serial(disk.sr, async () => {
+          await this.#queues.run(disk.sr, async () => {
             await rm(join(folder, was === 'open' ? temporary : name), { force: true })
             if (base !== undefined && was === 'open') await rm(join(folder, base), { force: true })
           })
@@ -305,7 +295,7 @@ export class LabDisks {
   }
 
   async #fork(folder: string, source: DiskRef, targets: readonly string[], size: number): Promise<void> {
-    await this.#serial(source.sr, async () => {
+    await this.#queues.run(source.sr, async () => {
       const names = [source.id, ...targets].map(diskFileName)
       const base = await this.#pinAsBase(folder, diskFileName(source.id))
       if (base === undefined) {
@@ -340,7 +330,7 @@ export class LabDisks {
   /** Removes a disk's file (its record is gone); shared bases are merged later. */
   async remove(disk: DiskRef): Promise<void> {
     const folder = this.#folder(disk.sr)
-    await this.#serial(disk.sr, async () => {
+    await this.#queues.run(disk.sr, async () => {
       await rm(join(folder, diskFileName(disk.id)), { force: true })
       await syncFolder(folder).catch((error: unknown) => {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
@@ -357,7 +347,7 @@ export class LabDisks {
     } else {
       this.#untidy.delete(sr)
       const folder = this.#folder(sr)
-      await this.#serial(sr, () => collectGarbage(folder, (id) => this.#hooks.exists(id)))
+      await this.#queues.run(sr, () => collectGarbage(folder, (id) => this.#hooks.exists(id)))
     }
     await this.refresh(sr)
   }
