@@ -9,9 +9,10 @@ import { invalidParameters, KeelError } from '../errors.js'
 import { giveBack } from '../formats/lending.js'
 import { VhdChain } from '../formats/vhd/chain.js'
 import { invalidDiskStream } from '../formats/stream-error.js'
-import { KeyedLock } from '../keyed-lock.js'
 import { closeAll, listFolder, mergeIntoChild, openVhdFile, syncFolder, type OpenedVhd } from '../formats/vhd/vhd-folder.js'
-import { formatBackupTimestamp, isSafeName, isUuid, metadataPath, parseArchiveId, parseVhdPath, vhdPath, VM_BACKUPS_DIR } from './layout.js'
+import { KeyedLock } from '../keyed-lock.js'
+import { isUuid } from '../uuid.js'
+import { formatBackupTimestamp, isSafeName, metadataPath, parseArchiveId, parseVhdPath, vhdPath, VM_BACKUPS_DIR } from './layout.js'
 import { isParsed, parseBackupMetadata, type BackupMetadata, type DeltaBackupMetadata, type FullBackupMetadata } from './metadata.js'
 
 /** The folder of a `file:///absolute/path` repository URL (its query, such as the reference's options, is ignored). */
