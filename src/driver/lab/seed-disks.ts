@@ -1,5 +1,5 @@
 import { BLOCK_SIZE, blockCount } from '../../formats/blocks.js'
-import type { XoRecord } from '../types.js'
+import { diskSize } from '../disk-size.js'
 import type { DiskRef, LabDisks } from './disks.js'
 import type { LabStore } from './store.js'
 
@@ -25,8 +25,6 @@ async function writeBlocks(files: LabDisks, disk: DiskRef, size: number, blocks:
   await session.commit()
 }
 
-const sizeOf = (record: XoRecord): number => (typeof record.size === 'number' ? record.size : 0)
-
 /**
  * Gives a freshly seeded lab's disks a little real content: the first and
  * last blocks of every VM disk name it, its snapshots fork from that, and a
@@ -35,7 +33,7 @@ const sizeOf = (record: XoRecord): number => (typeof record.size === 'number' ? 
 export async function seedDiskContent(files: LabDisks, store: LabStore): Promise<void> {
   const userSrs = new Set([...store.objectsOfType('SR')].filter((sr) => sr.content_type !== 'iso').map((sr) => sr.id))
   for (const vdi of store.objectsOfType('VDI')) {
-    const size = sizeOf(vdi)
+    const size = diskSize(vdi)
     if (typeof vdi.$SR !== 'string' || !userSrs.has(vdi.$SR) || size === 0) continue
     const disk = { id: vdi.id, sr: vdi.$SR }
     const label = `KEEL demo disk ${String(vdi.name_label)} ${vdi.id}`
