@@ -10,6 +10,7 @@ import type { VhdParentReference } from '../../formats/vhd/stream-encoder.js'
 import { VhdFile } from '../../formats/vhd/vhd-file.js'
 import { KeyedLock } from '../../keyed-lock.js'
 import type { DiskReadOptions, DiskWriteSession } from '../types.js'
+import { writeAll } from '../write-all.js'
 import { collectGarbage, surveyFolder, type FolderFile } from './disk-gc.js'
 import { openVhdFile, syncFolder } from '../../formats/vhd/vhd-folder.js'
 import { baseFileName, diskFileName, openChain, pathPart, recordIdOf, type OpenedChain } from './disk-files.js'
@@ -317,14 +318,7 @@ export class LabDisks {
   /** A full copy of a disk's merged content under another id (another SR), for disk moves. */
   async copy(source: DiskRef, target: DiskRef, size: number): Promise<void> {
     const indexes = await this.allocation(source, size)
-    const session = await this.openWrite(target, size)
-    try {
-      for await (const block of this.readBlocks(source, indexes)) await session.write(block)
-    } catch (error) {
-      await session.abort()
-      throw error
-    }
-    await session.commit()
+    await writeAll(await this.openWrite(target, size), this.readBlocks(source, indexes))
   }
 
   /** Removes a disk's file (its record is gone); shared bases are merged later. */

@@ -1,5 +1,6 @@
 import { BLOCK_SIZE, blockCount } from '../../formats/blocks.js'
 import { diskSize } from '../disk-size.js'
+import { writeAll } from '../write-all.js'
 import type { DiskRef, LabDisks } from './disks.js'
 import type { LabStore } from './store.js'
 
@@ -15,14 +16,8 @@ export function patternBlock(text: string): Buffer {
 }
 
 async function writeBlocks(files: LabDisks, disk: DiskRef, size: number, blocks: ReadonlyMap<number, Buffer>): Promise<void> {
-  const session = await files.openWrite(disk, size, { patch: true })
-  try {
-    for (const [index, data] of [...blocks].sort(([a], [b]) => a - b)) await session.write({ index, data })
-  } catch (error) {
-    await session.abort()
-    throw error
-  }
-  await session.commit()
+  const writes = [...blocks].sort(([a], [b]) => a - b).map(([index, data]) => ({ index, data }))
+  await writeAll(await files.openWrite(disk, size, { patch: true }), writes)
 }
 
 /**
