@@ -11,6 +11,7 @@ export const labCapabilities: DriverCapabilities = deepFreeze({
   actions: Object.fromEntries(Object.entries(actionHandlers).map(([type, handlers]) => [type, Object.keys(handlers)])),
   patch: Object.keys(settersByType),
   destroy: Object.keys(destroyers),
+  // setTag takes every taggable type, and the compiler holds each to a lab type with tags.
   tags: [...taggableTypes],
 })
 
