@@ -3,7 +3,7 @@ import type { Driver, OperationContext } from '../driver/types.js'
 import { sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
-import { deletableTypes, patchByType, taggableTypes } from '../model/operations.js'
+import { deletableTypes, patchByType, taggableType } from '../model/operations.js'
 import { BASE } from './paths.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
@@ -60,7 +60,7 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
       }),
     )
   }
-  if (taggableTypes.includes(source.type) && capabilities.tags.includes(source.type)) {
+  if (taggableType(source.type) !== undefined && capabilities.tags.includes(source.type)) {
     for (const method of ['PUT', 'DELETE'] as const) {
       routes.push(
         defineRoute({

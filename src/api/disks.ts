@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { diskSize } from '../driver/disk-size.js'
 import type { DiskAccess, XoRecord } from '../driver/types.js'
 import { KeelError, noSuchObject } from '../errors.js'
 import { exportRaw, exportVhd, exportVhdDelta, type DiskStream } from '../disks/export.js'
@@ -44,12 +45,6 @@ const NewDiskQuery = Type.Object({
 })
 const CONTENT_TYPE: Readonly<Record<DiskFormat, string>> = { vhd: 'application/vhd', raw: 'application/octet-stream' }
 const MAX_CONCURRENCY = 8
-
-export function sizeOf(vdi: XoRecord): number {
-  const size = vdi.size
-  if (typeof size !== 'number') throw new Error(`VDI ${vdi.id} has no size`)
-  return size
-}
 
 export const clampConcurrency = (value: number | undefined): number => Math.min(MAX_CONCURRENCY, Math.max(1, value ?? 1))
 
@@ -130,7 +125,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
         const vdi = resolveTarget(source, params.id, principal, action)
         const options = { concurrency: clampConcurrency(query.nbdConcurrency), now: deps.clock() }
         const base = query.base === undefined ? undefined : baseOf(vdi, query.base, principal)
-        const stream = base === undefined ? await exportVhd(deps.disks, vdi, sizeOf(vdi), options) : await exportVhdDelta(deps.disks, vdi, base, sizeOf(vdi), options)
+        const stream = base === undefined ? await exportVhd(deps.disks, vdi, diskSize(vdi), options) : await exportVhdDelta(deps.disks, vdi, base, diskSize(vdi), options)
         const headers = { 'Content-Disposition': `attachment; filename=${vdi.id}.vhd` }
         await exportTask(source, vdi, principal.id, 'vhd', stream, (bytes) =>
           sendStream(res, { status: 200, contentType: CONTENT_TYPE.vhd, length: stream.length, headers }, bytes, deps.pacer),
@@ -155,7 +150,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
       },
       handler: async ({ req, res, params, query, principal }) => {
         const vdi = resolveTarget(source, params.id, principal, action)
-        const size = sizeOf(vdi)
+        const size = diskSize(vdi)
         const range = parseRange(req.headers.range, size, res)
         const stream = await exportRaw(deps.disks, vdi, size, { concurrency: clampConcurrency(query.nbdConcurrency), now: deps.clock() }, range)
         const headers: Record<string, string> = { 'Accept-Ranges': 'bytes', 'Content-Disposition': `attachment; filename=${vdi.id}.raw` }
@@ -189,7 +184,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
             deps.tasks,
             { name: `REST API: import VDI content (${format})`, objectId: vdi.id, objectType: 'VDI', userId: principal.id, type: 'xo:rest-api:import' },
             length,
-            (meter) => importDisk(deps.disks, vdi, sizeOf(vdi), format, meter.count(uploadOf(req)), length),
+            (meter) => importDisk(deps.disks, vdi, diskSize(vdi), format, meter.count(uploadOf(req)), length),
           ),
         )
         sendNoContent(res)

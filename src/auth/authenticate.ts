@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { LRUCache } from 'lru-cache'
 import { KeelError } from '../errors.js'
+import { KeyedLock } from '../keyed-lock.js'
 import type { Principal } from './principal.js'
 import type { Directory, UserRecord } from './users.js'
 import type { ResolvedToken, TokenStore } from './tokens.js'
@@ -95,7 +96,7 @@ export class Authenticator {
   // is unchanged, so a password change ends them at once.
   readonly #verified = new LRUCache<string, VerifiedLogin>({ max: 1000, ttl: 5 * 60_000 })
   readonly #cacheKey = randomBytes(32)
-  readonly #pending = new Map<string, Promise<unknown>>()
+  readonly #pending = new KeyedLock<string>()
   // A client sends the same headers on every request of a connection: compared with the ones it sent
   // before, they skip parsing the cookie, hashing the token and building the principal. The headers
   // are compared whole, as node:http keeps them, faster than the token sliced out of them.
@@ -170,9 +171,7 @@ export class Authenticator {
     }
     // Attempts on one account run one after the other, and a failure holds
     // that queue for the delay: guessing is slowed per user, others are not.
-    const key = email.toLowerCase()
-    const previous = this.#pending.get(key) ?? Promise.resolve()
-    const attempt = previous.then(async () => {
+    return this.#pending.run(email.toLowerCase(), async () => {
       const ok = await verifyPassword(password, stored?.passwordHash ?? (await this.#dummy()))
       if (!ok || stored === undefined) {
         await sleep(this.#failureDelay)
@@ -181,12 +180,6 @@ export class Authenticator {
       this.#verified.set(cacheKey, { userId: stored.user.id, passwordHash: stored.passwordHash })
       return { id: stored.user.id, email: stored.user.email, permission: stored.user.permission, via: 'password' } as const
     })
-    const settled = attempt.catch(() => {})
-    this.#pending.set(key, settled)
-    void settled.then(() => {
-      if (this.#pending.get(key) === settled) this.#pending.delete(key)
-    })
-    return attempt
   }
 
   /** Unknown accounts cost the same scrypt work as known ones, so timing does not reveal which emails exist. */

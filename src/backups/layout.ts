@@ -1,3 +1,5 @@
+import { isUuid, UUID_PATTERN } from '../uuid.js'
+
 /**
  * Names in a backup repository, as the reference lays it out (notes
  * reference-backups.md §1): `xo-vm-backups/<vm uuid>/<ts>.json` beside
@@ -8,11 +10,9 @@
 
 export const VM_BACKUPS_DIR = 'xo-vm-backups'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const TIMESTAMP = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/
-const ARCHIVE_ID = /^([^/]+)\/+xo-vm-backups\/+([0-9a-f-]{36})\/+(\d{8}T\d{6}Z)\.json$/i
+const ARCHIVE_ID = new RegExp(`^([^/]+)/+${VM_BACKUPS_DIR}/+(${UUID_PATTERN})/+(\\d{8}T\\d{6}Z)\\.json$`)
 
-export const isUuid = (value: string): boolean => UUID.test(value)
 const isBackupTimestamp = (value: string): boolean => TIMESTAMP.test(value)
 
 export function formatBackupTimestamp(ms: number): string {
@@ -50,7 +50,7 @@ export function parseArchiveId(id: string): ArchiveName | undefined {
   const match = ARCHIVE_ID.exec(id)
   if (match === null) return undefined
   const [, repositoryId, vmUuid, ts] = match as unknown as [string, string, string, string]
-  if (!isUuid(vmUuid) || parseBackupTimestamp(ts) === undefined) return undefined
+  if (parseBackupTimestamp(ts) === undefined) return undefined
   return { repositoryId, vmUuid, ts, metadataPath: metadataPath(vmUuid, ts) }
 }
 

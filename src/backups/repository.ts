@@ -10,12 +10,13 @@ import { giveBack } from '../formats/lending.js'
 import { VhdChain } from '../formats/vhd/chain.js'
 import { invalidDiskStream } from '../formats/stream-error.js'
 import { closeAll, listFolder, mergeIntoChild, openVhdFile, syncFolder, type OpenedVhd } from '../formats/vhd/vhd-folder.js'
+import { KeyedLock } from '../keyed-lock.js'
+import { isUuid } from '../uuid.js'
 import { confinePath } from './confine.js'
 import {
   formatBackupTimestamp,
   isSafeName,
   isTemporaryName,
-  isUuid,
   isVhdDataName,
   metadataPath,
   parseArchiveId,
@@ -58,19 +59,7 @@ const MAX_CHAIN = 10_000
 // One writer per VM folder at a time in this process: writes, deletes and
 // merges of a folder never interleave, and a temporary file found while
 // holding the folder is a leftover of a writer that died.
-const folderLocks = new Map<string, Promise<unknown>>()
-
-async function exclusive<T>(folder: string, work: () => Promise<T>): Promise<T> {
-  const previous = folderLocks.get(folder) ?? Promise.resolve()
-  const run = previous.then(work, work)
-  const tail = run.catch(() => undefined)
-  folderLocks.set(folder, tail)
-  try {
-    return await run
-  } finally {
-    if (folderLocks.get(folder) === tail) folderLocks.delete(folder)
-  }
-}
+const folderLocks = new KeyedLock<string>()
 
 async function writeDurably(path: string, data: string | Buffer, flag: 'wx' | 'w'): Promise<void> {
   const handle = await open(path, flag)
@@ -253,7 +242,7 @@ export class LocalRepository {
   async #writing<T>(metadata: Pick<BackupMetadata, 'vm' | 'timestamp'>, write: (names: { folder: string; ts: string; json: string }) => Promise<T>): Promise<T> {
     const folder = this.#vmFolder(this.#vmOf(metadata))
     const ts = formatBackupTimestamp(metadata.timestamp)
-    return exclusive(folder, async () => {
+    return folderLocks.run(folder, async () => {
       await this.#inside(folder)
       await mkdir(folder, { recursive: true })
       await this.#cleanFolder(folder)
@@ -401,7 +390,7 @@ export class LocalRepository {
    */
   async deleteArchive(path: string): Promise<void> {
     const { folder, file } = this.#metadataFile(path)
-    await exclusive(folder, async () => {
+    await folderLocks.run(folder, async () => {
       await this.#inside(folder)
       let text: string
       try {
@@ -433,7 +422,7 @@ export class LocalRepository {
     if (!(await isPlainFolder(vms))) return
     for (const vm of (await listFolder(vms)).filter(isUuid)) {
       const folder = this.#vmFolder(vm)
-      await exclusive(folder, async () => {
+      await folderLocks.run(folder, async () => {
         if (await this.#cleanFolder(folder)) await this.#writeCache(folder)
       })
     }

@@ -1,3 +1,4 @@
+import { diskSize } from '../driver/disk-size.js'
 import type { DiskAccess, Driver, OperationContext, XoRecord } from '../driver/types.js'
 import { aborted, incorrectState, invalidParameters, isKeelError } from '../errors.js'
 import { exportVhd, exportVhdDelta } from '../disks/export.js'
@@ -383,7 +384,7 @@ export class BackupRunner {
           const streams = await Promise.all(
             vdis.map(async (vdi, i) => {
               const liveVdiUuid = String(vdi.$snapshot_of ?? vdi.id)
-              const size = typeof vdi.size === 'number' ? vdi.size : 0
+              const size = diskSize(vdi)
               const base = full ? undefined : baseDisks.find((candidate) => candidate.$snapshot_of === vdi.$snapshot_of)
               const options = { concurrency: job.settings['']?.nbdConcurrency ?? 1, now: this.#deps.clock() }
               const stream =

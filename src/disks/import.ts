@@ -1,4 +1,5 @@
-import type { DiskAccess, DiskWrite, DiskWriteSession, ImportSession, NewVdi, XoRecord } from '../driver/types.js'
+import type { DiskAccess, DiskWrite, ImportSession, NewVdi, XoRecord } from '../driver/types.js'
+import { writeAll } from '../driver/write-all.js'
 import { KeelError } from '../errors.js'
 import { giveBack } from '../formats/lending.js'
 import { isZero } from '../formats/blocks.js'
@@ -15,20 +16,6 @@ export const diskSizeMismatch = (size: number, expected: number): KeelError =>
 /** The blocks of a whole disk: what is not written reads as zeros, so all-zero blocks are skipped. */
 async function* dataBlocks(blocks: AsyncIterable<DiskWrite>): AsyncGenerator<DiskWrite> {
   for await (const block of blocks) if (!isZero(block.data)) yield block
-}
-
-/** Writes blocks into a session: all or nothing. Each block, once written, goes back to the pool if it came from there. */
-async function writeAll(session: DiskWriteSession, blocks: AsyncIterable<DiskWrite>): Promise<void> {
-  try {
-    for await (const block of blocks) {
-      await session.write(block)
-      giveBack(block.data)
-    }
-  } catch (error) {
-    await session.abort()
-    throw error
-  }
-  await session.commit()
 }
 
 /**

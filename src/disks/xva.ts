@@ -1,4 +1,5 @@
 import { pipeline, Readable, type Duplex } from 'node:stream'
+import { diskSize } from '../driver/disk-size.js'
 import type { DiskAccess, XoRecord } from '../driver/types.js'
 import { KeelError } from '../errors.js'
 import type { DiskSource } from '../formats/blocks.js'
@@ -46,7 +47,7 @@ export function describeVm(vm: XoRecord, lookup: Lookup): { description: XvaDesc
       uuid: vdi.id,
       name_label: text(vdi.name_label),
       name_description: text(vdi.name_description),
-      virtual_size: num(vdi.size),
+      virtual_size: diskSize(vdi),
       device: text(vbd.device),
       userdevice: text(vbd.position),
       bootable: vbd.bootable === true,
@@ -102,7 +103,7 @@ export async function* exportXva(disks: DiskAccess, description: XvaDescription,
   for (const vdi of vdis) {
     const allocated = await disks.allocation(vdi)
     // Lazy: a disk's reads start (and hold its SR) only when the encoding reaches it.
-    sources.push({ size: num(vdi.size), allocated, read: (buffer) => disks.readBlocks(vdi, allocated, { concurrency, buffer }) })
+    sources.push({ size: diskSize(vdi), allocated, read: (buffer) => disks.readBlocks(vdi, allocated, { concurrency, buffer }) })
   }
   yield* workers.encodeXva(description, sources, compression)
 }

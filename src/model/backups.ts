@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { UUID_PATTERN } from '../uuid.js'
 
 /**
  * Backup objects as the REST API serves them, in the reference's shapes
@@ -7,7 +8,7 @@ import { Type, type Static } from '@sinclair/typebox'
  */
 
 const Name = Type.String({ minLength: 1, maxLength: 256 })
-const Uuid = Type.String({ pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' })
+const Uuid = Type.String({ pattern: `^${UUID_PATTERN}$` })
 
 export const BenchmarkSchema = Type.Object({ readRate: Type.Number(), writeRate: Type.Number(), timestamp: Type.Integer() })
 

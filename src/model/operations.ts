@@ -207,7 +207,7 @@ export const patchByType: Readonly<Record<string, TObject>> = {
 export const deletableTypes: readonly string[] = ['VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'network']
 
 /** Types with a `tags` collection addressable item by item. */
-export const taggableTypes: readonly string[] = [
+export const taggableTypes = [
   'VM',
   'VM-snapshot',
   'VM-template',
@@ -218,4 +218,8 @@ export const taggableTypes: readonly string[] = [
   'VDI',
   'VDI-snapshot',
   'network',
-]
+] as const
+
+export type TaggableType = (typeof taggableTypes)[number]
+
+export const taggableType = (type: string): TaggableType | undefined => taggableTypes.find((candidate) => candidate === type)

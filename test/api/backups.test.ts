@@ -185,10 +185,15 @@ t.test('backups over REST', async (t) => {
   t.test('schedules: cron checked, run answers with the task, forget refused while used', async (t) => {
     const { vm } = await smallVm(server, demo, 'scheduled')
     const job = await created(server, '/rest/v0/backup-jobs', { name: 'weekly', mode: 'full', vms: { id: vm }, remotes: { id: repository } })
+    const before = (await server.json('/rest/v0/schedules')).body
     const bad = await server.json<{ code: string }>('/rest/v0/schedules', jsonBody({ jobId: job, cron: '* * *' }))
     t.equal(bad.status, 422)
     const badZone = await server.json<{ code: string }>('/rest/v0/schedules', jsonBody({ jobId: job, cron: '0 3 * * *', timezone: 'Mars/Olympus' }))
     t.equal(badZone.status, 422)
+    const upper = await server.json('/rest/v0/schedules', jsonBody({ jobId: job.toUpperCase(), cron: '0 3 * * *' }))
+    t.equal(upper.status, 422, 'a job id is spelt as Keel gave it, in lower case')
+    t.match(upper.body, { code: 'INVALID_PARAMETERS', data: { errors: [{ path: 'body.jobId' }] } })
+    t.same((await server.json('/rest/v0/schedules')).body, before, 'none of the refused schedules was made')
     const schedule = await created(server, '/rest/v0/schedules', { jobId: job, cron: '0 3 * * 0', timezone: 'Europe/Paris', enabled: true })
     const started = await server.json<{ taskId: string }>(`/rest/v0/schedules/${schedule}/actions/run`, { method: 'POST' })
     t.equal(started.status, 202)

@@ -7,7 +7,7 @@ import { request } from 'node:http'
 import { Readable } from 'node:stream'
 import { BLOCK_SIZE, blockCount, zeros } from '../../src/formats/blocks.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
-import { collect, run, tempDir, testDisk, type TestDisk } from '../helpers/disks.js'
+import { collect, patternBlock, run, tempDir, testDisk, type TestDisk } from '../helpers/disks.js'
 import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
 interface Vdi {
@@ -127,6 +127,21 @@ t.test('disk export and import', async (t) => {
     t.equal(await putStream(server, `/rest/v0/vdis/${vdi.id}.raw`, rawChunks(disk)), 204)
     t.equal(await responseHash(await server.request(`/rest/v0/vdis/${vdi.id}.raw`)), await sha256(rawChunks(disk)))
     t.equal((await vhdExport(server, vdi)).length, before.length, 'only the blocks holding data were written')
+  })
+
+  t.test('VDI migrate carries the content of the disk to the new SR', async (t) => {
+    const srs = (await server.json<Array<{ id: string; $pool: string; content_type: string }>>('/rest/v0/srs?fields=id,$pool,content_type')).body.filter((sr) => sr.content_type !== 'iso')
+    const from = srs[0]
+    const to = srs.find((sr) => sr.id !== from?.id && sr.$pool === from?.$pool)
+    if (from === undefined || to === undefined) throw new Error('the demo lab has no two user SRs in a pool')
+    const content = Buffer.concat([patternBlock(1), zeros(), patternBlock(2)])
+    const created = await server.json<{ id: string }>(`/rest/v0/srs/${from.id}/vdis?raw=true`, { method: 'POST', body: content })
+    t.equal(created.status, 201)
+    const moved = await server.json<{ id: string }>(`/rest/v0/vdis/${created.body.id}/actions/migrate?sync=true`, jsonBody({ srId: to.id }))
+    t.equal(moved.status, 201)
+    const raw = await server.request(`/rest/v0/vdis/${moved.body.id}.raw`)
+    t.equal(raw.status, 200)
+    t.ok(Buffer.from(await raw.arrayBuffer()).equals(content))
   })
 
   t.test('Range answers 206 with the bytes asked, 416 outside the disk', async (t) => {

@@ -56,11 +56,12 @@ t.test('layout: timestamps, archive ids and disk paths as the reference forms th
   t.equal(id, `repo//xo-vm-backups/${vm}/20250918T132942Z.json`)
   t.same(parseArchiveId(id), { repositoryId: 'repo', vmUuid: vm, ts: '20250918T132942Z', metadataPath: `/xo-vm-backups/${vm}/20250918T132942Z.json` })
   t.same(parseArchiveId(`repo/xo-vm-backups///${vm}//20250918T132942Z.json`)?.metadataPath, `/xo-vm-backups/${vm}/20250918T132942Z.json`, 'repeated slashes, as the reference accepts')
-  for (const bad of [`repo//xo-vm-backups/../20250918T132942Z.json`, `repo//xo-vm-backups/${vm}/20250918T132942Z.xva`, `repo//xo-vm-backups/not-a-uuid-at-all-not-a-uuid-at-all-xx/20250918T132942Z.json`, `//xo-vm-backups/${vm}/20250918T132942Z.json`]) {
+  for (const bad of [`repo//xo-vm-backups/../20250918T132942Z.json`, `repo//xo-vm-backups/${vm}/20250918T132942Z.xva`, `repo//xo-vm-backups/not-a-uuid-at-all-not-a-uuid-at-all-xx/20250918T132942Z.json`, `repo//xo-vm-backups/${vm.toUpperCase()}/20250918T132942Z.json`, `//xo-vm-backups/${vm}/20250918T132942Z.json`]) {
     t.equal(parseArchiveId(bad), undefined, bad)
   }
   t.equal(vhdPath(FIXTURE.job, FIXTURE.liveVdi, '20250918T132942Z'), `vdis/${FIXTURE.job}/${FIXTURE.liveVdi}/20250918T132942Z.vhd`)
   t.throws(() => vhdPath('../x', FIXTURE.liveVdi, '20250918T132942Z'))
+  t.throws(() => vhdPath(FIXTURE.job.toUpperCase(), FIXTURE.liveVdi, '20250918T132942Z'), 'a UUID is spelt in lower case, as the folders are')
   t.same(parseVhdPath(`vdis/${FIXTURE.job}/${FIXTURE.liveVdi}/a.vhd`), { jobId: FIXTURE.job, vdiUuid: FIXTURE.liveVdi, name: 'a.vhd' })
   for (const bad of ['vdis/../x/a.vhd', '/etc/passwd', 'vdis/a/b/c/d.vhd', 'vdis/a/b/..']) t.equal(parseVhdPath(bad), undefined, bad)
 })

@@ -1,9 +1,9 @@
+import { taggableTypes } from '../../model/operations.js'
 import type { DriverCapabilities } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { destroyers, type Destroyer } from './operations/destroy.js'
 import type { ActionHandler } from './operations/params.js'
 import { actionHandlers } from './operations/perform.js'
-import { TAGGED, type TaggedType } from './operations/tags.js'
 import { settersByType, type Setters } from './operations/update.js'
 
 /** What the lab can do, read off the tables that do it, so the declaration cannot drift from them. */
@@ -11,7 +11,8 @@ export const labCapabilities: DriverCapabilities = deepFreeze({
   actions: Object.fromEntries(Object.entries(actionHandlers).map(([type, handlers]) => [type, Object.keys(handlers)])),
   patch: Object.keys(settersByType),
   destroy: Object.keys(destroyers),
-  tags: [...TAGGED],
+  // setTag takes every taggable type, and the compiler holds each to a lab type with tags.
+  tags: [...taggableTypes],
 })
 
 // Each lookup finds a handler for exactly what labCapabilities declares. Own
@@ -27,5 +28,3 @@ export function actionHandler(type: string, action: string): ActionHandler | und
 export const settersOf = (type: string): Setters | undefined => own(settersByType, type)
 
 export const destroyerOf = (type: string): Destroyer | undefined => own(destroyers, type)
-
-export const taggedType = (type: string): TaggedType | undefined => TAGGED.find((candidate) => candidate === type)

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { invalidParameters, noSuchObject } from '../../errors.js'
 import type { DiskBlock } from '../../formats/blocks.js'
 import type { XvaDescription } from '../../formats/xva/description.js'
+import { diskSize } from '../disk-size.js'
 import type { Created, DiskAccess, DiskReadOptions, DiskWriteOptions, DiskWriteSession, ImportSession, NewVdi, XoRecord } from '../types.js'
 import type { DiskRef, HeldWriteSession, LabDisks } from './disks.js'
 import { addVdi } from './operations/builders.js'
@@ -15,12 +16,6 @@ const IMPORT_TEMPLATE = 'Other install media'
 function diskRef(vdi: XoRecord): DiskRef {
   if (typeof vdi.$SR !== 'string') throw new Error(`${vdi.type} ${vdi.id} has no SR`)
   return { id: vdi.id, sr: vdi.$SR }
-}
-
-function sizeOf(vdi: XoRecord): number {
-  const size = vdi.size
-  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) throw new Error(`${vdi.type} ${vdi.id} has no usable size`)
-  return size
 }
 
 function requireUserSr(sr: XoRecord): void {
@@ -77,11 +72,11 @@ export class LabDiskAccess implements DiskAccess {
   }
 
   allocation(vdi: XoRecord): Promise<number[]> {
-    return this.#files.allocation(diskRef(vdi), sizeOf(vdi))
+    return this.#files.allocation(diskRef(vdi), diskSize(vdi))
   }
 
   changedBlocks(vdi: XoRecord, base: XoRecord): Promise<number[]> {
-    return this.#files.changedBlocks(diskRef(vdi), diskRef(base), sizeOf(vdi))
+    return this.#files.changedBlocks(diskRef(vdi), diskRef(base), diskSize(vdi))
   }
 
   readBlocks(vdi: XoRecord, indexes: readonly number[], options?: DiskReadOptions): AsyncIterable<DiskBlock> {
@@ -89,7 +84,7 @@ export class LabDiskAccess implements DiskAccess {
   }
 
   openWrite(vdi: XoRecord, options?: DiskWriteOptions): Promise<DiskWriteSession> {
-    return this.#files.openWrite(diskRef(vdi), sizeOf(vdi), options)
+    return this.#files.openWrite(diskRef(vdi), diskSize(vdi), options)
   }
 
   async importVdi(sr: XoRecord, vdi: NewVdi, _userId: string): Promise<ImportSession> {

@@ -2,6 +2,7 @@ import { KeelError } from '../../errors.js'
 import { VhdChain } from '../../formats/vhd/chain.js'
 import { closeAll, openVhdFile, type OpenedVhd } from '../../formats/vhd/vhd-folder.js'
 import type { VhdFile } from '../../formats/vhd/vhd-file.js'
+import { isUuid, UUID_PATTERN } from '../../uuid.js'
 
 /**
  * How the lab lays out disk files in an SR folder:
@@ -15,12 +16,11 @@ import type { VhdFile } from '../../formats/vhd/vhd-file.js'
  * ever followed, so no path leaves the folder.
  */
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-const DISK_NAME = /^(base-)?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.vhd$/
+const DISK_NAME = new RegExp(`^(base-)?(${UUID_PATTERN})\\.vhd$`)
 
 /** Only a validated UUID ever becomes part of a path. */
 export function pathPart(id: unknown): string {
-  if (typeof id !== 'string' || !UUID.test(id)) throw new KeelError('INVALID_PARAMETERS', `${String(id)} is not a disk identifier`, { errors: [{ path: 'id', message: 'must be a UUID' }] })
+  if (!isUuid(id)) throw new KeelError('INVALID_PARAMETERS', `${String(id)} is not a disk identifier`, { errors: [{ path: 'id', message: 'must be a UUID' }] })
   return id
 }
 

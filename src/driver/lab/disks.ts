@@ -8,7 +8,9 @@ import { SECTOR_SIZE } from '../../formats/vhd/constants.js'
 import { fileHandleAccess } from '../../formats/vhd/random-access.js'
 import type { VhdParentReference } from '../../formats/vhd/stream-encoder.js'
 import { VhdFile } from '../../formats/vhd/vhd-file.js'
+import { KeyedLock } from '../../keyed-lock.js'
 import type { DiskReadOptions, DiskWriteSession } from '../types.js'
+import { writeAll } from '../write-all.js'
 import { collectGarbage, surveyFolder, type FolderFile } from './disk-gc.js'
 import { openVhdFile, syncFolder } from '../../formats/vhd/vhd-folder.js'
 import { baseFileName, diskFileName, openChain, pathPart, recordIdOf, type OpenedChain } from './disk-files.js'
@@ -84,7 +86,7 @@ const temporaryName = (name: string): string => `${name}.${randomBytes(6).toStri
 export class LabDisks {
   readonly #root: string
   readonly #hooks: LabDisksHooks
-  readonly #queues = new Map<string, Promise<unknown>>()
+  readonly #queues = new KeyedLock<string>()
   readonly #busy = new Map<string, number>()
   readonly #untidy = new Set<string>()
   /** tidies started in the background, until they end */
@@ -97,17 +99,6 @@ export class LabDisks {
 
   #folder(sr: string): string {
     return join(this.#root, pathPart(sr))
-  }
-
-  #serial<T>(sr: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(sr) ?? Promise.resolve()
-    const next = previous.then(work, work)
-    const settled = next.catch(() => {})
-    this.#queues.set(sr, settled)
-    void settled.then(() => {
-      if (this.#queues.get(sr) === settled) this.#queues.delete(sr)
-    })
-    return next
   }
 
   #hold(sr: string): () => void {
@@ -144,11 +135,11 @@ export class LabDisks {
 
   /** Measures an SR's files and hands the figures to the records. */
   async refresh(sr: string): Promise<void> {
-    this.#hooks.usageChanged(sr, usageOf(await this.#serial(sr, () => surveyFolder(this.#folder(sr)))))
+    this.#hooks.usageChanged(sr, usageOf(await this.#queues.run(sr, () => surveyFolder(this.#folder(sr)))))
   }
 
   async #open(disk: DiskRef): Promise<OpenedChain | undefined> {
-    return this.#serial(disk.sr, () => openChain(this.#folder(disk.sr), diskFileName(disk.id)))
+    return this.#queues.run(disk.sr, () => openChain(this.#folder(disk.sr), diskFileName(disk.id)))
   }
 
   /** Ascending indexes of the blocks holding data anywhere in the disk's chain, within `size`. */
@@ -216,7 +207,7 @@ export class LabDisks {
     const release = this.#hold(disk.sr)
     let prepared: { handle: FileHandle; vhd: VhdFile; temporary: string; base: string | undefined }
     try {
-      prepared = await this.#serial(disk.sr, async () => {
+      prepared = await this.#queues.run(disk.sr, async () => {
         await mkdir(folder, { recursive: true })
         const parent = options.patch === true ? await this.#pinAsBase(folder, name) : undefined
         const temporary = temporaryName(name)
@@ -236,7 +227,7 @@ export class LabDisks {
       try {
         await handle.sync()
         await handle.close()
-        await this.#serial(disk.sr, async () => {
+        await this.#queues.run(disk.sr, async () => {
           await rename(join(folder, temporary), join(folder, name))
           await syncFolder(folder)
         })
@@ -269,7 +260,7 @@ export class LabDisks {
         state = 'ended'
         try {
           if (was === 'open') await handle.close()
-          await this.#serial(disk.sr, async () => {
+          await this.#queues.run(disk.sr, async () => {
             await rm(join(folder, was === 'open' ? temporary : name), { force: true })
             if (base !== undefined && was === 'open') await rm(join(folder, base), { force: true })
           })
@@ -314,7 +305,7 @@ export class LabDisks {
   }
 
   async #fork(folder: string, source: DiskRef, targets: readonly string[], size: number): Promise<void> {
-    await this.#serial(source.sr, async () => {
+    await this.#queues.run(source.sr, async () => {
       const names = [source.id, ...targets].map(diskFileName)
       const base = await this.#pinAsBase(folder, diskFileName(source.id))
       if (base === undefined) {
@@ -336,20 +327,13 @@ export class LabDisks {
   /** A full copy of a disk's merged content under another id (another SR), for disk moves. */
   async copy(source: DiskRef, target: DiskRef, size: number): Promise<void> {
     const indexes = await this.allocation(source, size)
-    const session = await this.openWrite(target, size)
-    try {
-      for await (const block of this.readBlocks(source, indexes)) await session.write(block)
-    } catch (error) {
-      await session.abort()
-      throw error
-    }
-    await session.commit()
+    await writeAll(await this.openWrite(target, size), this.readBlocks(source, indexes))
   }
 
   /** Removes a disk's file (its record is gone); shared bases are merged later. */
   async remove(disk: DiskRef): Promise<void> {
     const folder = this.#folder(disk.sr)
-    await this.#serial(disk.sr, async () => {
+    await this.#queues.run(disk.sr, async () => {
       await rm(join(folder, diskFileName(disk.id)), { force: true })
       await syncFolder(folder).catch((error: unknown) => {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
@@ -366,7 +350,7 @@ export class LabDisks {
     } else {
       this.#untidy.delete(sr)
       const folder = this.#folder(sr)
-      await this.#serial(sr, () => collectGarbage(folder, (id) => this.#hooks.exists(id)))
+      await this.#queues.run(sr, () => collectGarbage(folder, (id) => this.#hooks.exists(id)))
     }
     await this.refresh(sr)
   }

@@ -3,13 +3,14 @@ import { LabDisks, type FolderUsage } from './disks.js'
 import { seedDiskContent } from './seed-disks.js'
 import { join } from 'node:path'
 import { alreadyExists, noSuchObject } from '../../errors.js'
+import { taggableType } from '../../model/operations.js'
 import { fixturesDir } from '../../paths.js'
 import type { Db } from '../../store/database.js'
 import { notDeclared } from '../capabilities.js'
 import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, XoRecord } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { expandLab } from './expand.js'
-import { actionHandler, destroyerOf, labCapabilities, settersOf, taggedType } from './capabilities.js'
+import { actionHandler, destroyerOf, labCapabilities, settersOf } from './capabilities.js'
 import { perform } from './operations/perform.js'
 import { Plan } from './operations/plan.js'
 import { operation, type LabEnv } from './operations/run.js'
@@ -183,7 +184,7 @@ export class LabDriver implements Driver, LabStore {
   }
 
   async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {
-    const type = taggedType(object.type)
+    const type = taggableType(object.type)
     if (type === undefined) throw notDeclared(object, 'tags')
     this.#commit((plan) => setTag(plan, object, type, tag, present))
   }

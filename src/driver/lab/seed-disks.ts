@@ -1,5 +1,6 @@
 import { BLOCK_SIZE, blockCount } from '../../formats/blocks.js'
-import type { XoRecord } from '../types.js'
+import { diskSize } from '../disk-size.js'
+import { writeAll } from '../write-all.js'
 import type { DiskRef, LabDisks } from './disks.js'
 import type { LabStore } from './store.js'
 
@@ -15,17 +16,9 @@ export function patternBlock(text: string): Buffer {
 }
 
 async function writeBlocks(files: LabDisks, disk: DiskRef, size: number, blocks: ReadonlyMap<number, Buffer>): Promise<void> {
-  const session = await files.openWrite(disk, size, { patch: true })
-  try {
-    for (const [index, data] of [...blocks].sort(([a], [b]) => a - b)) await session.write({ index, data })
-  } catch (error) {
-    await session.abort()
-    throw error
-  }
-  await session.commit()
+  const writes = [...blocks].sort(([a], [b]) => a - b).map(([index, data]) => ({ index, data }))
+  await writeAll(await files.openWrite(disk, size, { patch: true }), writes)
 }
-
-const sizeOf = (record: XoRecord): number => (typeof record.size === 'number' ? record.size : 0)
 
 /**
  * Gives a freshly seeded lab's disks a little real content: the first and
@@ -35,7 +28,7 @@ const sizeOf = (record: XoRecord): number => (typeof record.size === 'number' ? 
 export async function seedDiskContent(files: LabDisks, store: LabStore): Promise<void> {
   const userSrs = new Set([...store.objectsOfType('SR')].filter((sr) => sr.content_type !== 'iso').map((sr) => sr.id))
   for (const vdi of store.objectsOfType('VDI')) {
-    const size = sizeOf(vdi)
+    const size = diskSize(vdi)
     if (typeof vdi.$SR !== 'string' || !userSrs.has(vdi.$SR) || size === 0) continue
     const disk = { id: vdi.id, sr: vdi.$SR }
     const label = `KEEL demo disk ${String(vdi.name_label)} ${vdi.id}`
