@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { DiskAccess, XoRecord } from '../driver/types.js'
+import { visibly, type DriverIndex } from '../driver/visible.js'
 import { KeelError, noSuchObject } from '../errors.js'
 import { exportRaw, exportVhd, exportVhdDelta, type DiskStream } from '../disks/export.js'
 import { importDisk, importNewDisk, type DiskFormat } from '../disks/import.js'
@@ -20,6 +21,8 @@ import { resolveTarget } from './target.js'
 
 export interface DiskRouteDeps {
   readonly disks: DiskAccess
+  /** an import's task ends once this shows the disk it wrote or created */
+  readonly index: DriverIndex
   readonly vdis: CollectionSource
   readonly snapshots: CollectionSource
   readonly srs: CollectionSource
@@ -189,7 +192,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
             deps.tasks,
             { name: `REST API: import VDI content (${format})`, objectId: vdi.id, objectType: 'VDI', userId: principal.id, type: 'xo:rest-api:import' },
             length,
-            (meter) => importDisk(deps.disks, vdi, sizeOf(vdi), format, meter.count(uploadOf(req)), length),
+            (meter) => visibly(deps.index, () => importDisk(deps.disks, vdi, sizeOf(vdi), format, meter.count(uploadOf(req)), length)),
           ),
         )
         sendNoContent(res)
@@ -218,7 +221,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
           deps.tasks,
           { name: `REST API: import VDI (${format})`, objectId: sr.id, objectType: 'SR', userId: principal.id, type: 'xo:rest-api:import' },
           length,
-          (meter) => importNewDisk(deps.disks, sr, names, format, meter.count(uploadOf(req)), principal.id, length),
+          (meter) => visibly(deps.index, () => importNewDisk(deps.disks, sr, names, format, meter.count(uploadOf(req)), principal.id, length)),
         ),
       )
       sendJson(res, 201, { id }, { Location: `${BASE}/${deps.vdis.name}/${id}` })
