@@ -35,10 +35,10 @@ export class IndexWaits {
     this.#defaultTimeout = defaultTimeout
   }
 
-  waitFor(id: string, options: WaitForOptions = {}): Promise<XoRecord> {
+  async waitFor(id: string, options: WaitForOptions = {}): Promise<XoRecord> {
     const until = options.until ?? anyRecord
     const current = this.#lookup(id)
-    if (current !== undefined && until(current)) return Promise.resolve(current)
+    if (current !== undefined && until(current)) return current
     const timeout = options.timeout ?? this.#defaultTimeout
     return new Promise((resolve, reject) => {
       const waiters = this.#waiters.get(id) ?? new Set()
@@ -56,7 +56,7 @@ export class IndexWaits {
     })
   }
 
-  /** The index now holds this (or no) record of `id`. */
+  /** The index has just taken a change of `id` (a removal resolves nothing: the wait goes on). */
   changed(id: string): void {
     const waiters = this.#waiters.get(id)
     if (waiters === undefined) return
