@@ -227,7 +227,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...(driver.disks === undefined
       ? []
       : [
-          ...diskRoutes({ disks: driver.disks, vdis: sourceNamed('vdis'), snapshots: sourceNamed('vdi-snapshots'), srs: sourceNamed('srs'), tasks, clock, pacer }),
+          ...diskRoutes({ disks: driver.disks, index: driver, vdis: sourceNamed('vdis'), snapshots: sourceNamed('vdi-snapshots'), srs: sourceNamed('srs'), tasks, clock, pacer }),
           ...vmStreamRoutes({
             driver,
             disks: driver.disks,

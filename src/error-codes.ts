@@ -36,6 +36,7 @@ export const errorStatus = {
   HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
+  INDEX_TIMEOUT: 504,
 } as const satisfies Readonly<Record<string, number>>
 
 export type ErrorCode = keyof typeof errorStatus

@@ -1,5 +1,6 @@
 import { Type, type TObject } from '@sinclair/typebox'
 import type { Created, Driver, XoRecord } from '../driver/types.js'
+import { visibly } from '../driver/visible.js'
 import { noSuchObject } from '../errors.js'
 import { sendJson, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
@@ -33,12 +34,16 @@ const SyncQuery = Type.Object({
 
 const TaskAccepted = Type.Object({ taskId: Type.String() }, { $id: 'TaskAccepted' })
 
-/** The bindings of the actions both the catalogue and the driver have, for one source. */
+/**
+ * The bindings of the actions both the catalogue and the driver have, for one
+ * source. An action's task ends once the driver's index shows what it did,
+ * so a client that reads the task's answer then the object sees the change.
+ */
 export function driverActions(source: CollectionSource, driver: Driver): ActionBinding[] {
   const supported = driver.capabilities.actions[source.type] ?? []
   return (actionsByType[source.type] ?? []).filter((spec) => supported.includes(spec.name)).map((spec) => ({
     spec,
-    run: (object, params, context) => driver.perform(object, spec.name, params, context),
+    run: (object, params, context) => visibly(driver, () => driver.perform(object, spec.name, params, context)),
   }))
 }
 

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { Driver, OperationContext } from '../driver/types.js'
+import { visibly } from '../driver/visible.js'
 import { sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
@@ -14,7 +15,7 @@ const done = { description: 'Done' }
 /** An operation run without a task (DELETE, an export's own snapshot): nothing can abort it, and progress has no reader. */
 export const immediate = (userId: string): OperationContext => ({ signal: new AbortController().signal, userId, progress: () => {} })
 
-/** PATCH, DELETE and the tag item routes of one source, as far as its type allows them. */
+/** PATCH, DELETE and the tag item routes of one source, as far as its type allows them; each answers once the driver's index shows the change. */
 export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef[] {
   const routes: RouteDef[] = []
   const path = `${BASE}/${source.name}/:id`
@@ -36,7 +37,7 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
         handler: async ({ res, params, body, principal }) => {
           const object = resolveTarget(source, params.id, principal, 'read')
           if (source.resource !== undefined) requireUpdates(principal, source.resource, object, Object.keys(body))
-          await driver.update(object, body)
+          await visibly(driver, () => driver.update(object, body))
           sendNoContent(res)
         },
       }),
@@ -54,7 +55,8 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
         params: Type.Object({ id: Type.String() }),
         responses: { 204: done, ...BodyErrorResponses },
         handler: async ({ res, params, principal }) => {
-          await driver.destroy(resolveTarget(source, params.id, principal, 'delete'), immediate(principal.id))
+          const object = resolveTarget(source, params.id, principal, 'delete')
+          await visibly(driver, () => driver.destroy(object, immediate(principal.id)))
           sendNoContent(res)
         },
       }),
@@ -73,7 +75,8 @@ export function changeRoutes(source: CollectionSource, driver: Driver): RouteDef
           params: Type.Object({ id: Type.String(), tag: Type.String({ minLength: 1, maxLength: 255 }) }),
           responses: { 204: done, ...ErrorResponses },
           handler: async ({ res, params, principal }) => {
-            await driver.setTag(resolveTarget(source, params.id, principal, 'update:tags'), params.tag, method === 'PUT')
+            const object = resolveTarget(source, params.id, principal, 'update:tags')
+            await visibly(driver, () => driver.setTag(object, params.tag, method === 'PUT'))
             sendNoContent(res)
           },
         }),

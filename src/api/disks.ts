@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { diskSize } from '../driver/disk-size.js'
 import type { DiskAccess, XoRecord } from '../driver/types.js'
+import { visibly, type DriverIndex } from '../driver/visible.js'
 import { KeelError, noSuchObject } from '../errors.js'
 import { exportRaw, exportVhd, exportVhdDelta, type DiskStream } from '../disks/export.js'
 import { importDisk, importNewDisk, type DiskFormat } from '../disks/import.js'
@@ -21,6 +22,8 @@ import { resolveTarget } from './target.js'
 
 export interface DiskRouteDeps {
   readonly disks: DiskAccess
+  /** an import's task ends once this shows the disk it wrote or created */
+  readonly index: DriverIndex
   readonly vdis: CollectionSource
   readonly snapshots: CollectionSource
   readonly srs: CollectionSource
@@ -184,7 +187,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
             deps.tasks,
             { name: `REST API: import VDI content (${format})`, objectId: vdi.id, objectType: 'VDI', userId: principal.id, type: 'xo:rest-api:import' },
             length,
-            (meter) => importDisk(deps.disks, vdi, diskSize(vdi), format, meter.count(uploadOf(req)), length),
+            (meter) => visibly(deps.index, () => importDisk(deps.disks, vdi, diskSize(vdi), format, meter.count(uploadOf(req)), length)),
           ),
         )
         sendNoContent(res)
@@ -213,7 +216,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
           deps.tasks,
           { name: `REST API: import VDI (${format})`, objectId: sr.id, objectType: 'SR', userId: principal.id, type: 'xo:rest-api:import' },
           length,
-          (meter) => importNewDisk(deps.disks, sr, names, format, meter.count(uploadOf(req)), principal.id, length),
+          (meter) => visibly(deps.index, () => importNewDisk(deps.disks, sr, names, format, meter.count(uploadOf(req)), principal.id, length)),
         ),
       )
       sendJson(res, 201, { id }, { Location: `${BASE}/${deps.vdis.name}/${id}` })

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { DiskAccess, Driver, XoRecord } from '../driver/types.js'
+import { createdRecord, visibly } from '../driver/visible.js'
 import { immediate } from './changes.js'
 import { invalidParameters, noSuchObject } from '../errors.js'
 import { transferTask } from '../disks/transfer.js'
@@ -16,7 +17,7 @@ import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
 
 export interface VmStreamDeps {
-  readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject'>
+  readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject' | 'settled'>
   readonly disks: DiskAccess
   /** vms, vm-snapshots and vm-templates */
   readonly exportable: readonly CollectionSource[]
@@ -44,12 +45,13 @@ export function vmStreamRoutes(deps: VmStreamDeps): RouteDef[] {
   async function streamVm(vm: XoRecord, userId: string, send: (vm: XoRecord) => Promise<void>): Promise<void> {
     if (vm.type !== 'VM' || !LIVE_STATES.has(vm.power_state)) return send(vm)
     const created = await deps.driver.perform(vm, 'snapshot', { name_label: `[XO Export] ${String(vm.name_label)}` }, immediate(userId))
-    const snapshot = created === undefined ? undefined : deps.driver.getObject(created.id)
-    if (snapshot === undefined) throw new Error(`the export snapshot of VM ${vm.id} vanished`)
+    if (created === undefined) throw new Error(`the export snapshot of VM ${vm.id} was not created`)
+    // Its disks are read through the index: they must be there, not only the snapshot's own record.
+    const snapshot = await createdRecord(deps.driver, created)
     try {
       await send(snapshot)
     } finally {
-      await deps.driver.destroy(snapshot, immediate(userId))
+      await visibly(deps.driver, () => deps.driver.destroy(snapshot, immediate(userId)))
     }
   }
 
@@ -107,7 +109,7 @@ export function vmStreamRoutes(deps: VmStreamDeps): RouteDef[] {
           deps.tasks,
           { name: 'REST API: import VM (xva)', objectId: pool.id, objectType: 'pool', userId: principal.id, type: 'xo:rest-api:import' },
           declaredLength(req),
-          (meter) => importXva(deps.disks, sr, meter.count(uploadOf(req)), principal.id, deps.workers),
+          (meter) => visibly(deps.driver, () => importXva(deps.disks, sr, meter.count(uploadOf(req)), principal.id, deps.workers)),
         ),
       )
       sendJson(res, 201, { id }, { Location: `${BASE}/${deps.vms.name}/${id}` })

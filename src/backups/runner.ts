@@ -1,5 +1,6 @@
 import { diskSize } from '../driver/disk-size.js'
 import type { DiskAccess, Driver, OperationContext, XoRecord } from '../driver/types.js'
+import { createdRecord, visibly } from '../driver/visible.js'
 import { aborted, incorrectState, invalidParameters, isKeelError } from '../errors.js'
 import { exportVhd, exportVhdDelta } from '../disks/export.js'
 import { describeVm, exportXva, type StreamWorkers } from '../disks/xva.js'
@@ -17,7 +18,7 @@ import { toXapiRecords, vmRecord } from './xapi-records.js'
 
 export interface RunnerDeps {
   readonly store: BackupStore
-  readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject' | 'objectsOfType'>
+  readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject' | 'objectsOfType' | 'settled'>
   readonly disks: DiskAccess
   readonly tasks: TaskManager
   readonly workers: StreamWorkers
@@ -173,7 +174,8 @@ export class BackupRunner {
     )
     const { task, done } = tasks.run(
       { name: `backup job ${job.name}`, objectId: job.id, objectType: 'backup', userId, type: 'xo:backup:run', params: { logId } },
-      (taskContext) => this.#run(job, scheduleId, userId, log, taskContext),
+      // The run's task ends once the index no longer shows the snapshots it removed.
+      (taskContext) => visibly(this.#deps.driver, () => this.#run(job, scheduleId, userId, log, taskContext)),
     )
     log.finish('pending', { taskId: task.id })
     store.put({ ...job, runId: logId })
@@ -260,8 +262,7 @@ export class BackupRunner {
         if (created === undefined) throw new Error(`the snapshot of VM ${vm.id} was not created`)
         return created.id
       })
-      snapshot = driver.getObject(snapshotId)
-      if (snapshot === undefined) throw new Error(`the snapshot ${snapshotId} of VM ${vm.id} vanished`)
+      snapshot = await createdRecord(driver, { id: snapshotId, type: 'VM-snapshot' })
       const taken = snapshot
       if (job.mode === 'full') {
         for (const { record, repository } of repositories) {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { Cron } from 'croner'
 import type { Created, DiskAccess, Driver, XoRecord } from '../driver/types.js'
+import { visibly } from '../driver/visible.js'
 import { incorrectState, invalidParameters, isKeelError, KeelError, noSuchObject } from '../errors.js'
 import { importXva, type StreamWorkers } from '../disks/xva.js'
 import type { EventBus } from '../events/bus.js'
@@ -22,7 +23,7 @@ import type { Db } from '../store/database.js'
 export interface BackupServiceDeps {
   readonly db: Db
   readonly bus: EventBus
-  readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject' | 'objectsOfType' | 'update'>
+  readonly driver: Pick<Driver, 'perform' | 'destroy' | 'getObject' | 'objectsOfType' | 'update' | 'settled' | 'waitFor'>
   readonly disks: DiskAccess
   readonly tasks: TaskManager
   readonly workers: StreamWorkers
@@ -338,8 +339,9 @@ export class BackupService {
         id = (await session.commit()).id
       }
       // Named as the reference names restored VMs: the source VM's name and the archive's time, not the snapshot's name.
-      const restored = this.#deps.driver.getObject(id)
-      if (restored !== undefined) await this.#deps.driver.update(restored, { nameLabel: `${String(metadata.vm['name_label'] ?? restored.name_label)} (${formatBackupTimestamp(metadata.timestamp)})` })
+      const { driver } = this.#deps
+      const restored = await driver.waitFor(id)
+      await visibly(driver, () => driver.update(restored, { nameLabel: `${String(metadata.vm['name_label'] ?? restored.name_label)} (${formatBackupTimestamp(metadata.timestamp)})` }))
       store.put({ ...log, status: 'success', end: clock(), tasks: [{ id: `${log.id}:0`, message: 'transfer', start, end: clock(), status: 'success', result: { id, size: archive.size } }], result: { id } })
       return { id, type: 'VM' }
     } catch (error) {

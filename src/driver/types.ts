@@ -15,6 +15,16 @@ import type { XvaDescription } from '../formats/xva/description.js'
  *   WeakMap on record objects, so identity is what says "still the same text".
  * - A change is durable before it is published: a client that saw it (or a
  *   task answer naming it) finds it again after a restart.
+ * - Read-your-writes is asked for, not assumed. An operation's promise settles
+ *   once its changes are committed at the source (the pool); the index
+ *   (`getObject`, `objectsOfType`, subscribers) may show them later: a pool
+ *   driver learns of them from a change stream (XAPI's `event.from`). Who
+ *   answers a client after a change first awaits `settled()`, a barrier over
+ *   everything committed before the call (XAPI: `event.inject`, then read the
+ *   stream up to the injected event); `waitFor` waits for one record or a
+ *   condition on it. Both give up with INDEX_TIMEOUT rather than hang when
+ *   the stream stalls. A driver whose index is its source (the lab) resolves
+ *   them at once. test/driver/lagged-driver.ts holds every caller to it.
  * - `objectsOfType` order is stable: an updated record keeps its place, a new
  *   one comes last, and a restart gives the same order, so a listing with
  *   `limit` gives the same first objects each time.
@@ -85,8 +95,30 @@ export interface Driver extends DriverOperations {
   usage(object: XoRecord, now: number): UsageFigures
   /** Subscribes to every change from now on; returns the unsubscribe function. */
   subscribe(listener: ChangeListener): () => void
+  /**
+   * Resolves once every change committed before the call is in the index and
+   * published to subscribers; rejects with INDEX_TIMEOUT when that takes
+   * longer than `timeout`.
+   */
+  settled(options?: WaitOptions): Promise<void>
+  /**
+   * Resolves with the record of `id` once the index holds it and `until`
+   * (default: any record) accepts it; rejects with INDEX_TIMEOUT when that
+   * takes longer than `timeout`. It may resolve sooner than `settled()`,
+   * which also waits for every other record the call changed.
+   */
+  waitFor(id: string, options?: WaitForOptions): Promise<XoRecord>
   /** disk content of VDIs and VDI snapshots, for drivers that serve it */
   readonly disks?: DiskAccess
+}
+
+export interface WaitOptions {
+  /** ms before giving up (default: the driver's, DEFAULT_INDEX_WAIT in src/driver/index-waits.ts) */
+  readonly timeout?: number
+}
+
+export interface WaitForOptions extends WaitOptions {
+  readonly until?: (record: XoRecord) => boolean
 }
 
 /** What a long operation may use while it runs. */
@@ -99,7 +131,7 @@ export interface OperationContext {
   progress(percent: number): void
 }
 
-/** The object an operation created, for `201 {id}` and `Location`. */
+/** The object an operation created, for `201 {id}` and `Location`: committed at the source, in the index only once `settled()` resolves. */
 export interface Created {
   readonly id: string
   readonly type: string
@@ -116,9 +148,12 @@ export interface Created {
  * never inherits the VM's installation mark (src/installation.ts), so that
  * only the taker marks a snapshot. Semantic failures are KeelErrors
  * (INCORRECT_STATE with `{actual, expected}`, INVALID_PARAMETERS,
- * NO_SUCH_OBJECT, ABORTED). Every change is durable before the promise
- * settles; an operation that fails or is aborted leaves a consistent state
- * (what it had committed so far, or what it put back).
+ * NO_SUCH_OBJECT, ABORTED). Every change is durable at the source before
+ * the promise settles, not necessarily in the index (see `settled()`); an
+ * operation that fails or is aborted leaves a consistent state (what it had
+ * committed so far, or what it put back). The records given are the caller's
+ * view, which may lag: a driver acts on the object by its id, as the source
+ * knows it.
  */
 export interface DriverOperations {
   perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined>
@@ -172,8 +207,9 @@ export interface NewVdi {
 }
 
 /**
- * Content for objects that do not exist yet: nothing shows until `commit`
- * creates them, durably; `abort` leaves nothing behind.
+ * Content for objects that do not exist yet: nothing exists until `commit`
+ * creates them, durably (in the index once `settled()` resolves); `abort`
+ * leaves nothing behind.
  */
 export interface ImportSession {
   /** a block of disk number `disk` (0 for a single VDI; for a VM, the position in the description's disks) */

@@ -8,6 +8,9 @@ import { recordSchemas } from '../../src/model/records.js'
  * The driver contract of src/driver/types.ts as cases any driver runs:
  * `driverConformance(t, factory)` in a `*.test.ts` of that driver. Each case
  * opens its own driver, so cases do not depend on one another or on order.
+ * An operation's changes are required in the index and published only once
+ * `settled()` resolves after it, never before (test/driver/lagged-driver.ts
+ * runs these cases with its index behind).
  */
 
 /** A driver on fresh data, and a way to open another one on the same data, as after a restart. */
@@ -25,11 +28,11 @@ export interface ActionRequest {
 
 /** The objects and requests the cases use, chosen in a freshly opened driver (by name or type, not by id). */
 export interface ConformanceCases {
-  /** a declared action that succeeds */
+  /** a declared action that succeeds and changes its object */
   readonly action: ActionRequest
   /** a declared action the object's state refuses */
   readonly wrongState: ActionRequest
-  /** a declared action whose first visible change is followed by more steps, so it can be aborted half-way */
+  /** a declared action whose first published change is followed by more steps (longer than the driver's index lags), so it can be aborted half-way */
   readonly abortable: ActionRequest
   /** a PATCH that succeeds, and fields of the record as it reads back afterwards */
   readonly patch: {
@@ -175,6 +178,7 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     const placeBefore = [...driver.objectsOfType(patch.object.type)].findIndex((record) => record.id === patch.object.id)
     const changes = record(driver)
     await driver.update(patch.object, patch.patch)
+    await driver.settled()
     t.ok(changes.length > 0, 'the change was published')
     const changed = new Set(changes.map((change) => change.object.id))
     t.ok(changed.has(patch.object.id))
@@ -198,6 +202,7 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     const other: ObjectChange[] = []
     const unsubscribe = driver.subscribe((change) => other.push(change))
     await driver.perform(action.object, action.action, action.params ?? {}, context())
+    await driver.settled()
     t.ok(changes.length > 0, 'the action was published')
     t.ok(
       other.length === changes.length && other.every((change, i) => change === changes[i]),
@@ -212,6 +217,7 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     const { destroy } = factory.cases(driver)
     const from = changes.length
     await driver.destroy(destroy, context())
+    await driver.settled()
     t.equal(other.length, delivered, 'nothing reaches a listener after it unsubscribed')
     const after = changes.slice(from)
     t.ok(
@@ -233,6 +239,7 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
       seen ??= { change, reopened: opened.reopen() }
     })
     await driver.update(patch.object, patch.patch)
+    await driver.settled()
     unsubscribe()
     t.ok(seen !== undefined, 'the change was published')
     if (seen === undefined) return
@@ -240,6 +247,7 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     t.same(reopened.getObject(seen.change.object.id), seen.change.object, 'the change is there')
 
     await driver.perform(action.object, action.action, action.params ?? {}, context())
+    await driver.settled()
     t.same(listings(await opened.reopen()), listings(driver), 'after an action, every record and every order')
   })
 
@@ -249,8 +257,8 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     const marks = { [INSTALLATION_MARK]: 'c0ffee00-0000-4000-8000-00000000c0de', 'xo:backup:job': 'conformance' }
     const created = await driver.perform(factory.cases(driver).snapshotVm, 'snapshot', { name_label: '[XO Backup conformance] marks', other_config: marks }, context())
     t.equal(created?.type, 'VM-snapshot')
-    t.match(driver.getObject(created?.id ?? '')?.['other'], marks)
-    t.match((await opened.reopen()).getObject(created?.id ?? '')?.['other'], marks)
+    t.match((await driver.waitFor(created?.id ?? ''))['other'], marks)
+    t.match((await (await opened.reopen()).waitFor(created?.id ?? ''))['other'], marks)
   })
 
   t.test('operations: each declared capability works', async (t) => {
@@ -261,30 +269,59 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     const actions = Object.hasOwn(capabilities.actions, action.object.type) ? capabilities.actions[action.object.type] : undefined
     t.ok(actions?.includes(action.action), `${action.object.type} ${action.action} is declared`)
     const created = await driver.perform(action.object, action.action, action.params ?? {}, context())
+    await driver.settled()
     if (created !== undefined) t.equal(driver.getObject(created.id)?.type, created.type, 'what it created is served')
 
     t.ok(capabilities.patch.includes(patch.object.type), `PATCH of ${patch.object.type} is declared`)
     await driver.update(patch.object, patch.patch)
+    await driver.settled()
     t.match(driver.getObject(patch.object.id), patch.expect, 'PATCH applied')
 
     const tagged = capabilities.tags.flatMap((type) => [...driver.objectsOfType(type)].slice(0, 1))
     t.ok(tagged.length > 0, 'some declared tag type has objects')
     for (const object of tagged) {
       await driver.setTag(object, TAG, true)
+      await driver.settled()
       const withTag = driver.getObject(object.id)
       t.ok((withTag?.['tags'] as unknown[] | undefined)?.includes(TAG), `${object.type}: tag added`)
       await driver.setTag(object, TAG, true)
+      await driver.settled()
       t.equal(driver.getObject(object.id), withTag, `${object.type}: adding it again changes nothing`)
       await driver.setTag(object, TAG, false)
+      await driver.settled()
       t.notOk((driver.getObject(object.id)?.['tags'] as unknown[] | undefined)?.includes(TAG), `${object.type}: tag removed`)
     }
 
     t.ok(capabilities.destroy.includes(destroy.type), `DELETE of ${destroy.type} is declared`)
     const count = driver.countOfType(destroy.type)
     await driver.destroy(destroy, context())
+    await driver.settled()
     t.equal(driver.getObject(destroy.id), undefined, 'destroyed')
     t.notOk([...driver.objectsOfType(destroy.type)].some((record) => record.id === destroy.id))
     t.equal(driver.countOfType(destroy.type), count - 1)
+  })
+
+  t.test('index: settled() and waitFor() resolve with what the index holds, and give up with INDEX_TIMEOUT', async (t) => {
+    const { driver } = await factory.open(t)
+    const { action } = factory.cases(driver)
+    await driver.settled()
+    const before = driver.getObject(action.object.id)
+    t.equal(await driver.waitFor(action.object.id), before, 'a record the index holds, at once')
+
+    const changes = record(driver)
+    const changed = driver.waitFor(action.object.id, { until: (current) => current !== before })
+    await driver.perform(action.object, action.action, action.params ?? {}, context())
+    const seen = await changed
+    await driver.settled()
+    t.ok(
+      changes.some((change) => change.object === seen),
+      'waitFor resolves with a published record of the object that meets the condition',
+    )
+
+    const missing = await failureOf(driver.waitFor('conformance-no-such-id', { timeout: 20 }))
+    t.same(missing, { code: 'INDEX_TIMEOUT', data: { id: 'conformance-no-such-id', timeout: 20 } }, 'an object that never shows')
+    const never = await failureOf(driver.waitFor(action.object.id, { timeout: 20, until: () => false }))
+    t.same(never, { code: 'INDEX_TIMEOUT', data: { id: action.object.id, timeout: 20 } }, 'a condition that never holds')
   })
 
   t.test('failures: an action the state refuses is INCORRECT_STATE with {actual, expected}, and changes nothing', async (t) => {
@@ -293,6 +330,7 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     const before = snapshot(driver)
     const changes = record(driver)
     const { code, data } = await failureOf(driver.perform(wrongState.object, wrongState.action, wrongState.params ?? {}, context()))
+    await driver.settled()
     t.equal(code, 'INCORRECT_STATE')
     t.ok(data !== undefined && 'actual' in data && 'expected' in data, `data has actual and expected: ${JSON.stringify(data)}`)
     t.same(changes, [], 'nothing published')
@@ -307,6 +345,7 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     const ctx = context()
     ctx.controller.abort()
     t.equal((await failureOf(driver.perform(abortable.object, abortable.action, abortable.params ?? {}, ctx))).code, 'ABORTED')
+    await driver.settled()
     t.same(changes, [], 'nothing published')
     t.same(identityProblems(driver, before), [], 'every record is the same object')
   })
@@ -320,6 +359,7 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     const ctx = context()
     driver.subscribe(() => ctx.controller.abort())
     t.equal((await failureOf(driver.perform(abortable.object, abortable.action, abortable.params ?? {}, ctx))).code, 'ABORTED')
+    await driver.settled()
     t.ok(changes.length > 0, 'it had changed something')
     const { state, problems } = replay(before, changes)
     t.same(problems, [], 'each change follows from the state before it')
@@ -342,6 +382,7 @@ export function driverConformance(t: Test, factory: DriverFactory): void {
     ]
     if (tagged !== undefined) attempts.push(['tags', () => driver.setTag(ghost(tagged), TAG, true)])
     for (const [name, attempt] of attempts) t.equal((await failureOf(attempt())).code, 'NO_SUCH_OBJECT', name)
+    await driver.settled()
     t.same(changes, [], 'nothing published')
     t.same(identityProblems(driver, before), [], 'every record is the same object')
   })

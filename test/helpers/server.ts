@@ -4,6 +4,8 @@ import { join } from 'node:path'
 import { pino } from 'pino'
 import { createApp, type App, type AppOptions } from '../../src/app.js'
 import { loadConfig, type ConfigOverrides } from '../../src/config/config.js'
+import type { Driver } from '../../src/driver/types.js'
+import { LaggedDriver, randomDelays } from '../driver/lagged-driver.js'
 
 export const ADMIN_EMAIL = 'admin@admin.net'
 export const ADMIN_PASSWORD = 'test-admin-password'
@@ -38,6 +40,22 @@ export interface StartOptions {
   clock?: ManualClock
 }
 
+/**
+ * `KEEL_TEST_DRIVER=lagged` runs every server over the lab behind a lagged
+ * index (test/driver/lagged-driver.ts): changes show up to
+ * `KEEL_TEST_LAG_MAX` ms late (10 by default), out of step, from the seed
+ * `KEEL_TEST_LAG_SEED` (random, printed, by default).
+ */
+function testDriver(): ((lab: Driver) => Driver) | undefined {
+  const kind = process.env['KEEL_TEST_DRIVER'] ?? 'lab'
+  if (kind === 'lab') return undefined
+  if (kind !== 'lagged') throw new Error(`KEEL_TEST_DRIVER: unknown driver ${kind} (lab or lagged)`)
+  const max = Number(process.env['KEEL_TEST_LAG_MAX'] ?? 10)
+  const seed = Number(process.env['KEEL_TEST_LAG_SEED'] ?? Math.floor(Math.random() * 2 ** 31))
+  process.stderr.write(`keel test server: lagged driver, KEEL_TEST_LAG_SEED=${seed} KEEL_TEST_LAG_MAX=${max}\n`)
+  return (lab) => new LaggedDriver(lab, { delay: randomDelays(seed, max) })
+}
+
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'))
   const clock = options.clock ?? new ManualClock()
@@ -46,6 +64,8 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     authentication: { failedLoginDelay: 20, ...options.config?.authentication },
     lab: { stepDelay: 1, ...options.config?.lab },
   })
+  const lag = testDriver()
+  const wrap = options.app?.wrapDriver
   const app = await createApp({
     dataDir,
     config,
@@ -54,6 +74,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     adminEmail: ADMIN_EMAIL,
     adminPassword: ADMIN_PASSWORD,
     ...options.app,
+    ...(lag === undefined ? {} : { wrapDriver: (lab: Driver) => lag(wrap?.(lab) ?? lab) }),
   }).catch((error: unknown) => {
     // A service refusing to start (a test of exactly that) leaves no folder of ours behind.
     if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true })

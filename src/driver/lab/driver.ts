@@ -2,12 +2,13 @@ import { LabDiskAccess } from './disk-access.js'
 import { LabDisks, type FolderUsage } from './disks.js'
 import { seedDiskContent } from './seed-disks.js'
 import { join } from 'node:path'
-import { alreadyExists, noSuchObject } from '../../errors.js'
+import { alreadyExists, KeelError, noSuchObject } from '../../errors.js'
 import { taggableType } from '../../model/operations.js'
 import { fixturesDir } from '../../paths.js'
 import type { Db } from '../../store/database.js'
 import { notDeclared } from '../capabilities.js'
-import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, XoRecord } from '../types.js'
+import { IndexWaits } from '../index-waits.js'
+import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, WaitForOptions, XoRecord } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { expandLab } from './expand.js'
 import { actionHandler, destroyerOf, labCapabilities, settersOf } from './capabilities.js'
@@ -72,6 +73,7 @@ export class LabDriver implements Driver, LabStore {
   /** per type, in a stable order: insertion (rowid) order, kept across updates */
   readonly #byType = new Map<string, Map<string, XoRecord>>()
   readonly #listeners = new Set<ChangeListener>()
+  readonly #waits = new IndexWaits((id) => this.#objects.get(id))
   readonly #env: LabEnv
   readonly #files: LabDisks | undefined
   readonly disks: LabDiskAccess | undefined
@@ -129,6 +131,7 @@ export class LabDriver implements Driver, LabStore {
 
   async close(): Promise<void> {
     this.#listeners.clear()
+    this.#waits.close(new KeelError('SERVICE_UNAVAILABLE', 'the lab driver closed', { reason: 'closed' }))
     this.#closed = true
     await this.#files?.settle()
   }
@@ -162,6 +165,13 @@ export class LabDriver implements Driver, LabStore {
     return () => {
       this.#listeners.delete(entry)
     }
+  }
+
+  // The index is the source: a change is in it before its operation resolves.
+  async settled(): Promise<void> {}
+
+  waitFor(id: string, options?: WaitForOptions): Promise<XoRecord> {
+    return this.#waits.waitFor(id, options)
   }
 
   async perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined> {
@@ -218,6 +228,7 @@ export class LabDriver implements Driver, LabStore {
       if (change.kind === 'remove') this.#unindex(change.object)
       else this.#index(change.object, change.previous)
     }
+    for (const change of planned) this.#waits.changed(change.id)
     // A removed disk's file goes after its record: a crash in between leaves a file the next start collects.
     for (const change of planned) {
       if (change.kind !== 'remove' || !isDisk(change.object) || typeof change.object.$SR !== 'string') continue
