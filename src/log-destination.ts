@@ -19,7 +19,7 @@ export interface LogDestinationOptions {
 /**
  * Where log lines go: joined as they come into one rope, encoded a batch of
  * 8 KiB at a time into a 256 KiB piece, which is handed to the stream when
- * full or 100 ms after its first line, whichever comes first, and reused once
+ * full or, the stream idle, 100 ms after its first line, and reused once
  * written. Encoded line by line, each line paid node's call into V8 to flatten
  * and encode a string: 2,500 instructions of a single-object read's 80,000,
  * against 1,300 a line in batches. pino's own destination (sonic-boom) measures
@@ -80,7 +80,7 @@ export class LogDestination {
     if (this.#unreported > 0) this.#report()
     this.#lines += line
     if (this.#lines.length >= BATCH) this.#encode()
-    this.#timer ??= setTimeout(() => this.#hand(), 100).unref()
+    this.#timer ??= setTimeout(() => this.#handLater(), 100).unref()
     return true
   }
 
@@ -95,6 +95,16 @@ export class LogDestination {
   #report(): void {
     this.#lines += this.#droppedLine(this.#unreported)
     this.#unreported = 0
+  }
+
+  /**
+   * A piece is handed over unfilled only when the stream is idle: while it is not (a stalled
+   * reader), each 100 ms would otherwise take a fresh 256 KiB piece for a few lines, and memory
+   * would grow by pieces, not by what they hold. The write under way hands it when it ends.
+   */
+  #handLater(): void {
+    this.#timer = undefined
+    if (this.#inFlight === 0) this.#hand()
   }
 
   #hand(): void {
@@ -140,6 +150,7 @@ export class LogDestination {
       this.#unreported += lost
     }
     if (bytes.buffer.byteLength === PIECE && this.#spares.length < SPARES) this.#spares.push(Buffer.from(bytes.buffer))
+    if (this.#inFlight === 0 && this.#timer === undefined && (this.#used > 0 || this.#lines.length > 0)) this.#hand()
     while (this.#flushes[0] !== undefined && this.#flushes[0].piece <= this.#written) this.#flushes.shift()?.resolve()
   }
 }

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { LogDestination } from '../../src/log-destination.js'
 
 /** A stream that holds each write's callback until released, as a pipe nobody reads holds writes. */
@@ -28,6 +29,10 @@ class HeldSink extends Writable {
   /** Resolves at the next write that ends. */
   nextWrite(): Promise<void> {
     return new Promise((resolve) => (this.#onWrite = resolve))
+  }
+
+  get writes(): number {
+    return this.#written.length
   }
 
   get text(): string {
@@ -77,6 +82,22 @@ t.test('a quiet log is written without a flush', async (t) => {
   t.equal(sink.text, '', 'not at once')
   await written
   t.equal(sink.text, '{"one":1}\n')
+})
+
+t.test('while a write is under way, lines logged over several 100 ms periods gather into one piece', async (t) => {
+  const sink = new HeldSink()
+  const destination = destinationOf(sink)
+  destination.write('{"held":1}\n')
+  const held = destination.flush()
+  for (let n = 0; n < 3; n++) {
+    destination.write(`{"n":${n}}\n`)
+    await sleep(150)
+  }
+  sink.release()
+  await held
+  await destination.flush()
+  t.equal(sink.text, '{"held":1}\n{"n":0}\n{"n":1}\n{"n":2}\n')
+  t.equal(sink.writes, 2, 'the held write, then one piece: a stalled reader does not cost a piece each period')
 })
 
 t.test('past its bound, lines are dropped and counted, and a line saying so comes where they were', async (t) => {
