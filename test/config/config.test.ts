@@ -26,6 +26,7 @@ t.test('defaults', async (t) => {
   })
   t.equal(config.authentication.defaultTokenValidity, 30 * 24 * 3600_000)
   t.equal(config.authentication.maxTokenValidity, parseDuration('0.5 year'))
+  t.same(config.log, { level: 'info', maxBufferedBytes: 16 * 1024 * 1024 })
 })
 
 t.test('file values, then flags over them', async (t) => {
@@ -62,6 +63,8 @@ const bad: Array<[string, string, string]> = [
   ['default above max', '[authentication]\ndefaultTokenValidity = "1 year"\n', 'authentication.defaultTokenValidity'],
   ['section not a table', 'http = 5\n', 'http'],
   ['short scrape token', '[metrics]\ntoken = "short"\n', 'metrics.token'],
+  ['log bound below 4 KiB', '[log]\nmaxBufferedBytes = 1024\n', 'log.maxBufferedBytes'],
+  ['log bound as text', '[log]\nmaxBufferedBytes = "16 MiB"\n', 'log.maxBufferedBytes'],
 ]
 for (const [name, text, key] of bad) {
   t.test(`${name} stops the start naming ${key}`, async (t) => {
