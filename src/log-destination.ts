@@ -24,7 +24,7 @@ export interface LogDestinationOptions {
  * and encode a string: 2,500 instructions of a single-object read's 80,000,
  * against 1,300 a line in batches. pino's own destination (sonic-boom) measures
  * `Buffer.byteLength` of every line and of the string it joins it to: a
- * single-object read cost 50,300 instructions through it against 33,500 through
+ * single-object read cost 50,300 instructions through it against 34,800 through
  * this one (bench/RESULTS.md, issue 26).
  *
  * The stream is process.stderr in the service: on a pipe or socket its writes
