@@ -24,7 +24,6 @@ export interface ServiceLog {
   droppedLines(): number
 }
 
-
 const INFO = 30
 const WARN = 40
 
@@ -64,7 +63,7 @@ export function createServiceLog(level: string, maxBuffered: number): ServiceLog
   const identity = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`
   const destination = new LogDestination(process.stderr, {
     maxBuffered,
-    droppedLine: (count) => `{"level":${WARN},"time":${Date.now()}${identity},"dropped":${count},"msg":"log lines dropped: the log was written slower than it grew"}\n`,
+    droppedLine: (count) => `{"level":${WARN},"time":${Date.now()}${identity},"dropped":${count},"msg":"log lines dropped"}\n`,
   })
   const log = pino({ level }, destination)
   const prefix = `{"level":${INFO},"time":`

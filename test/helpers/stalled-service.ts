@@ -18,9 +18,9 @@ export interface Service {
   readonly url: string
 }
 
-export async function serve(dataDir: string, args: readonly string[] = []): Promise<Service> {
+export async function serve(dataDir: string, args: readonly string[] = [], nodeFlags: readonly string[] = []): Promise<Service> {
   // As the bin runs it: with the flags and environment of its shebang.
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, cli, 'serve', '--port', '0', '--data-dir', dataDir, ...args], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...nodeFlags, cli, 'serve', '--port', '0', '--data-dir', dataDir, ...args], {
     env: { PATH: process.env['PATH'] ?? '', KEEL_ADMIN_PASSWORD: PASSWORD, ...SERVICE_ENV },
   })
   let out = ''
@@ -101,7 +101,7 @@ export function entriesOf(stderr: string): Entry[] {
     if (line === '') continue
     const parsed = JSON.parse(line) as { msg?: string; reqId?: string; dropped?: number; level?: number }
     if (parsed.msg === 'request' && parsed.reqId !== undefined) entries.push({ reqId: parsed.reqId })
-    else if (parsed.dropped !== undefined && parsed.level === 40 && parsed.msg?.startsWith('log lines dropped')) entries.push({ dropped: parsed.dropped })
+    else if (parsed.dropped !== undefined && parsed.level === 40 && parsed.msg === 'log lines dropped') entries.push({ dropped: parsed.dropped })
   }
   return entries
 }
