@@ -75,8 +75,8 @@ export interface App {
   /** this installation's id (src/installation.ts) */
   readonly installationId: string
   readonly log: Logger
-  /** Writes out buffered log lines now (before a fatal exit; a clean close does it itself). */
-  flushLog(): void
+  /** Writes out the log lines buffered so far; resolves once written (a fatal exit; a clean close does it itself). */
+  flushLog(): Promise<void>
   listen(port: number, host: string): Promise<string>
   close(): Promise<void>
 }
@@ -114,7 +114,7 @@ export async function ensureAdministrator(
 
 export async function createApp(options: AppOptions): Promise<App> {
   const clock = options.clock ?? Date.now
-  const serviceLog: ServiceLog = options.logger === undefined ? createServiceLog(options.config.log.level) : loggerServiceLog(options.logger)
+  const serviceLog: ServiceLog = options.logger === undefined ? createServiceLog(options.config.log.level, options.config.log.maxBufferedBytes) : loggerServiceLog(options.logger)
   const { log } = serviceLog
   const db = openDatabase(options.dataDir)
   const installationId = loadInstallationId(options.dataDir)
@@ -189,7 +189,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const resourceOf = (type: string): string | undefined => sources.find((source) => source.type === type)?.resource
   const actionDeps = { tasks, driver, collectionOf, resourceOf }
   const authenticator = new Authenticator(directory, tokens, { failureDelay: options.config.authentication.failedLoginDelay })
-  const metrics = new Metrics()
+  const metrics = new Metrics(serviceLog.droppedLines)
   const live = createLiveChanges({
     bus,
     sources,
@@ -309,8 +309,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       await driver.close()
       db.close()
       log.info('stopped')
-      serviceLog.flushSync()
+      // However long stderr's reader takes: a clean stop loses no line.
+      await serviceLog.flush()
     },
-    flushLog: () => serviceLog.flushSync(),
+    flushLog: () => serviceLog.flush(),
   }
 }

@@ -18,11 +18,14 @@ export interface ServiceLog {
   readonly log: Logger
   /** Logs one answered request (at `info`). */
   request(entry: RequestLogEntry): void
-  /** Writes out whatever is still buffered, synchronously: at a clean stop and before a fatal exit. */
-  flushSync(): void
+  /** Writes out what was logged so far; resolves once it is written (a clean stop, a fatal exit). */
+  flush(): Promise<void>
+  /** Lines not written: dropped past the buffer's bound, or lost to a failed write. */
+  droppedLines(): number
 }
 
 const INFO = 30
+const WARN = 40
 
 /** Printable ASCII without a quote or backslash: text a JSON string holds as it is. */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
@@ -51,16 +54,20 @@ export function millisText(ms: number): string {
 }
 
 /**
- * pino to stderr through a buffered, asynchronous destination (see
+ * pino to stderr through a buffered, asynchronous, bounded destination (see
  * LogDestination). The request line, written once per request, is formatted
  * here in pino's own shape rather than through pino's generic serializer,
  * which cost a third of a single-object read.
  */
-export function createServiceLog(level: string): ServiceLog {
-  const destination = new LogDestination(2)
+export function createServiceLog(level: string, maxBuffered: number): ServiceLog {
+  const identity = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`
+  const destination = new LogDestination(process.stderr, {
+    maxBuffered,
+    droppedLine: (count) => `{"level":${WARN},"time":${Date.now()}${identity},"dropped":${count},"msg":"log lines dropped"}\n`,
+  })
   const log = pino({ level }, destination)
   const prefix = `{"level":${INFO},"time":`
-  const bindings = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())},"reqId":"`
+  const bindings = `${identity},"reqId":"`
   // A line's start changes once a millisecond, and dozens of requests share it under load.
   let now = 0
   let start = ''
@@ -82,7 +89,8 @@ export function createServiceLog(level: string): ServiceLog {
         `${start}${entry.reqId}","method":"${entry.method}","url":${quotedTarget(entry.url)},"status":${entry.status},"ms":${millisText(entry.ms)}${entry.aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
       )
     },
-    flushSync: () => destination.flushSync(),
+    flush: () => destination.flush(),
+    droppedLines: () => destination.dropped,
   }
 }
 
@@ -91,6 +99,7 @@ export function loggerServiceLog(log: Logger): ServiceLog {
   return {
     log,
     request: ({ aborted, ...entry }) => log.info({ ...entry, ...(aborted ? { aborted } : {}) }, 'request'),
-    flushSync: () => {},
+    flush: () => Promise.resolve(),
+    droppedLines: () => 0,
   }
 }

@@ -26,6 +26,9 @@ const usage = `Usage:
 Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create), KEEL_TOKEN (watch).
 vdi, vm and backup take --url/--token or KEEL_URL/KEEL_TOKEN.`
 
+/** How long a fatal error waits for its log lines to be written before the process ends. */
+const FATAL_LOG_WAIT = 5000
+
 async function serve(args: string[]): Promise<void> {
   const { values } = parseCommand({
     args,
@@ -70,11 +73,12 @@ async function serve(args: string[]): Promise<void> {
   }
   process.once('SIGINT', () => stop('SIGINT'))
   process.once('SIGTERM', () => stop('SIGTERM'))
-  // A bug that escapes every handler ends the process, but not before its log lines are out.
+  // A bug that escapes every handler ends the process, but not before its log lines are out, unless
+  // stderr's reader has stalled: then the process ends all the same once FATAL_LOG_WAIT has passed.
   const fatal = (error: unknown): void => {
     app.log.fatal({ err: error }, 'fatal error')
-    app.flushLog()
-    process.exit(1)
+    setTimeout(() => process.exit(1), FATAL_LOG_WAIT)
+    void app.flushLog().then(() => process.exit(1))
   }
   process.once('uncaughtException', fatal)
   process.once('unhandledRejection', fatal)

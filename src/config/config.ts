@@ -114,6 +114,7 @@ const sections = {
         read: stringReader(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
         default: 'info',
       },
+      maxBufferedBytes: { read: integerReader(4096, 1024 ** 3), default: 16 * 1024 * 1024 },
     },
   },
 } as const

@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
-import { Gauge, Registry } from 'prom-client'
+import { Counter, Gauge, Registry } from 'prom-client'
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]
 
@@ -41,7 +41,8 @@ export class Metrics {
   /** The series answered last: a client polling one route finds it without a lookup. */
   #last: { readonly route: string; readonly method: string; readonly series: RouteSeries } | undefined
 
-  constructor() {
+  /** @param logLinesDropped the service log's count of lines it could not write */
+  constructor(logLinesDropped: () => number) {
     const registers = [this.registry]
     this.openStreams = new Gauge({ name: 'keel_open_streams', help: 'Open streaming responses, by kind', labelNames: ['kind'], registers })
     this.eventConnections = new Gauge({ name: 'keel_event_connections', help: 'Open event-stream connections', registers })
@@ -70,6 +71,15 @@ export class Metrics {
         this.set({ kind: 'heap_used' }, usage.heapUsed)
         this.set({ kind: 'heap_total' }, usage.heapTotal)
         this.set({ kind: 'external' }, usage.external)
+      },
+    })
+    new Counter({
+      name: 'keel_log_lines_dropped_total',
+      help: 'Log lines not written: dropped while the log waiting to be written was at its bound, or lost to a failed write',
+      registers,
+      collect() {
+        this.reset()
+        this.inc(logLinesDropped())
       },
     })
   }

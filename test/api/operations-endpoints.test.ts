@@ -47,6 +47,7 @@ t.test('GET /metrics: Prometheus text for administrators or the scrape token', a
   t.match(text, /keel_process_memory_bytes\{kind="rss"\} \d+/)
   t.match(text, /keel_open_streams/)
   t.match(text, /keel_event_connections 0/)
+  t.match(text, /keel_log_lines_dropped_total 0\n/)
 
   const scraper = await server.request('/metrics', { auth: null, headers: { authorization: `Bearer ${SCRAPE_TOKEN}` } })
   t.equal(scraper.status, 200, 'the scrape token')

@@ -26,6 +26,7 @@ t.test('defaults', async (t) => {
   })
   t.equal(config.authentication.defaultTokenValidity, 30 * 24 * 3600_000)
   t.equal(config.authentication.maxTokenValidity, parseDuration('0.5 year'))
+  t.same(config.log, { level: 'info', maxBufferedBytes: 16 * 1024 * 1024 })
 })
 
 t.test('file values, then flags over them', async (t) => {
@@ -65,6 +66,8 @@ const bad: Array<[string, string, string]> = [
   ['relative repository root', '[backups]\nrepositoryRoots = ["backups"]\n', 'backups.repositoryRoots'],
   ['no repository root', '[backups]\nrepositoryRoots = []\n', 'backups.repositoryRoots'],
   ['repository root not a list', '[backups]\nrepositoryRoots = "/srv/backups"\n', 'backups.repositoryRoots'],
+  ['log bound below 4 KiB', '[log]\nmaxBufferedBytes = 1024\n', 'log.maxBufferedBytes'],
+  ['log bound as text', '[log]\nmaxBufferedBytes = "16 MiB"\n', 'log.maxBufferedBytes'],
 ]
 for (const [name, text, key] of bad) {
   t.test(`${name} stops the start naming ${key}`, async (t) => {

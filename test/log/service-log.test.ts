@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process'
 /** Runs `body` in a node process with `log`, the service log at `level`, and returns what it wrote to stderr. */
 function stderrOf(level: string, body: string): string {
   const module = new URL('../../src/log.js', import.meta.url).href
-  const script = `import { createServiceLog } from ${JSON.stringify(module)}\nconst log = createServiceLog(${JSON.stringify(level)})\n${body}\nlog.flushSync()\n`
+  const script = `import { createServiceLog } from ${JSON.stringify(module)}\nconst log = createServiceLog(${JSON.stringify(level)}, 16 * 1024 * 1024)\n${body}\nawait log.flush()\n`
   const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })
   if (run.status !== 0) throw new Error(`the log script failed: ${run.stderr}`)
   return run.stderr
