@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { LabDriver } from '../driver/lab/driver.js'
 import { openDatabase, type Db } from '../store/database.js'
 import { NULL_REF } from '../xapi/datamodel/index.js'
-import { actionHandlers } from './actions.js'
+import { actionHandlers, SIMULATOR_USER } from './actions.js'
 import { Dispatcher, type Explicit } from './calls.js'
 import type { Services } from './context.js'
 import { XapiDatabase } from './database.js'
@@ -14,8 +14,6 @@ import { sessionHandlers } from './session-handlers.js'
 import { Sessions } from './sessions.js'
 import { Tasks } from './tasks.js'
 
-/** The user the simulator's lab operations are recorded as (and the seeded lab's creator). */
-export const SIMULATOR_USER = 'xapi-simulator'
 
 export interface SimulatorOptions {
   readonly dataDir: string
