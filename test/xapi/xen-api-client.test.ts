@@ -1,0 +1,84 @@
+import t from 'tap'
+import { startSimulator } from './simulator.js'
+import { PASSWORD } from './simulator.js'
+
+/** The parts of the reference's client (npm `xen-api`, which ships no types) this test uses. */
+interface XapiObject {
+  readonly $type: string
+  readonly $ref: string
+  readonly [field: string]: unknown
+}
+interface Collection {
+  readonly all: Readonly<Record<string, XapiObject>>
+  on(event: 'add' | 'update' | 'remove', listener: (objects: Readonly<Record<string, XapiObject>>) => void): void
+  removeListener(event: 'add' | 'update' | 'remove', listener: (objects: Readonly<Record<string, XapiObject>>) => void): void
+}
+interface XenApiClient {
+  connect(): Promise<void>
+  disconnect(): Promise<void>
+  readonly objects: Collection
+  readonly objectsFetched: Promise<void>
+  call(method: string, ...args: unknown[]): Promise<unknown>
+  callAsync(method: string, ...args: unknown[]): Promise<unknown>
+  barrier(ref?: string): Promise<XapiObject | undefined>
+  getObject(idOrUuidOrRef: string, defaultValue?: unknown): XapiObject | undefined
+}
+interface XenApiModule {
+  createClient(options: { url: string; auth: { user: string; password: string }; allowUnauthorized?: boolean }): XenApiClient
+}
+
+// A name in a variable: the package has no type declarations to resolve.
+const XEN_API = 'xen-api'
+
+/** Resolves once `test` holds for the client's cache, checked after each change it applies. */
+function cacheReaches(client: XenApiClient, test: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (!test()) return
+      client.objects.removeListener('update', check)
+      client.objects.removeListener('add', check)
+      resolve()
+    }
+    client.objects.on('update', check)
+    client.objects.on('add', check)
+    check()
+  })
+}
+
+t.test('the reference client (npm xen-api) connects, fills its cache, follows event.from and runs callAsync', async (t) => {
+  const { createClient } = (await import(XEN_API)) as XenApiModule
+  const xapi = await startSimulator(t)
+  const client = createClient({ url: xapi.url, auth: { user: 'root', password: PASSWORD }, allowUnauthorized: true })
+  t.teardown(() => client.disconnect())
+  await client.connect()
+  await client.objectsFetched
+
+  const session = await xapi.login('second connection')
+  const vms = await xapi.call<Record<string, Record<string, unknown>>>('VM.get_all_records', [session])
+  const cached = Object.values(client.objects.all).filter((object) => object.$type === 'VM')
+  t.equal(cached.length, Object.keys(vms).length, 'every VM is in its cache')
+  for (const type of ['pool', 'host', 'SR', 'VDI', 'VBD', 'VIF', 'network', 'PIF', 'PBD', 'VM_metrics', 'host_metrics', 'SM']) {
+    t.ok(Object.values(client.objects.all).some((object) => object.$type === type), `${type} cached`)
+  }
+
+  const [ref] = Object.entries(vms).find(([, vm]) => vm['power_state'] === 'Halted' && vm['is_a_template'] === false) ?? []
+  if (ref === undefined) throw new Error('a halted VM')
+  const seen = cacheReaches(client, () => {
+    const vm = client.getObject(ref, undefined)
+    return vm?.['power_state'] === 'Running' && vm['name_label'] === 'started elsewhere'
+  })
+  await xapi.call('VM.start', [session, ref, false, false])
+  await xapi.call('VM.set_name_label', [session, ref, 'started elsewhere'])
+  await seen
+  t.pass('the start and the rename reached its cache through event.from')
+
+  const snapshot = await client.callAsync('VM.snapshot', ref, 'taken by xen-api')
+  t.match(snapshot, /^OpaqueRef:/, 'callAsync resolves with the task result, parsed from XML-RPC')
+  const record = await client.barrier(String(snapshot))
+  t.match(record, { $type: 'VM', is_a_snapshot: true, name_label: 'taken by xen-api', snapshot_of: ref })
+
+  const failure = await client.callAsync('VM.start', ref, false, false).catch((error: unknown) => error)
+  t.match(failure, { code: 'VM_BAD_POWER_STATE', params: [ref, 'halted', 'running'] }, 'a failed task rejects with XAPI\u2019s code and params')
+  const wrong = await client.call('VM.get_record', 'OpaqueRef:nope').catch((error: unknown) => error)
+  t.match(wrong, { code: 'HANDLE_INVALID', params: ['VM', 'OpaqueRef:nope'] })
+})
