@@ -48,9 +48,14 @@ function send(response: ServerResponse, type: string, body: string): void {
   response.end(body)
 }
 
-/** The RPC endpoints: XML-RPC at POST / (and /RPC2), JSON-RPC v1 and v2 at POST /jsonrpc. */
-export function rpcListener(dispatcher: Dispatcher, maxBody: number = DEFAULT_MAX_BODY): (request: IncomingMessage, response: ServerResponse) => void {
+/** The RPC endpoints: XML-RPC at POST / (and /RPC2), JSON-RPC v1 and v2 at POST /jsonrpc; `other` may take a request first (the disk handlers). */
+export function rpcListener(
+  dispatcher: Dispatcher,
+  maxBody: number = DEFAULT_MAX_BODY,
+  other: (request: IncomingMessage, response: ServerResponse) => boolean = () => false,
+): (request: IncomingMessage, response: ServerResponse) => void {
   return (request, response) => {
+    if (other(request, response)) return
     const path = (request.url ?? '/').split('?')[0]
     const xml = path === '/' || path === '/RPC2'
     if (request.method !== 'POST' || (!xml && path !== '/jsonrpc')) {

@@ -41,9 +41,13 @@ export class Sessions {
     this.#password = digest(options.password)
   }
 
+  /** Whether these are root's credentials; compared as digests, so the time taken says nothing about the password. */
+  verify(user: string, password: string): boolean {
+    return user === 'root' && timingSafeEqual(digest(password), this.#password)
+  }
+
   login(user: string, password: string, originator: string): string {
-    // Compared as digests, so the time taken says nothing about the password.
-    if (user !== 'root' || !timingSafeEqual(digest(password), this.#password)) throw new XapiFailure('SESSION_AUTHENTICATION_FAILED', user, 'Authentication failure')
+    if (!this.verify(user, password)) throw new XapiFailure('SESSION_AUTHENTICATION_FAILED', user, 'Authentication failure')
     const limit = this.#options.perOriginator ?? 500
     const mine = [...this.#live].filter(([, live]) => live.originator === originator)
     for (const [ref] of mine.slice(0, Math.max(0, mine.length - limit + 1))) this.logout(ref)

@@ -13,6 +13,7 @@ import { LabFeed } from './lab-feed.js'
 import { sessionHandlers } from './session-handlers.js'
 import { Sessions } from './sessions.js'
 import { Tasks } from './tasks.js'
+import { Transfers } from './transfers.js'
 
 
 export interface SimulatorOptions {
@@ -61,7 +62,8 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )
-  const server: Server = createServer(rpcListener(dispatcher, options.maxBodySize ?? DEFAULT_MAX_BODY))
+  const transfers = new Transfers(services, tasks)
+  const server: Server = createServer(rpcListener(dispatcher, options.maxBodySize ?? DEFAULT_MAX_BODY, (request, response) => transfers.handle(request, response)))
   return {
     services,
     dispatcher,

@@ -82,6 +82,23 @@ export class Tasks {
     return ref
   }
 
+  /**
+   * Settles a task a client created (task.create) for an HTTP transfer: the
+   * transfer's outcome is read from the task, not from the HTTP status. A
+   * task that is gone or already settled is left alone.
+   */
+  settle(ref: string, outcome: { readonly value: XmlRpcValue } | { readonly failure: readonly string[] }): void {
+    const task = this.#services.db.get(ref)
+    if (task?.cls !== 'task' || task.record['status'] !== 'pending') return
+    if ('value' in outcome) this.#settle(ref, { status: 'success', result: outcome.value === '' ? '' : encodeXmlRpc(outcome.value) })
+    else this.#settle(ref, { status: 'failure', error_info: [...outcome.failure] })
+  }
+
+  progress(ref: string, fraction: number): void {
+    const task = this.#services.db.get(ref)
+    if (task?.cls === 'task' && task.record['status'] === 'pending') this.#update(ref, { progress: new XmlRpcDouble(Math.min(fraction, 0.99)) })
+  }
+
   #settle(ref: string, fields: Record<string, XmlRpcValue>): void {
     this.#running.delete(ref)
     this.#update(ref, { ...fields, progress: new XmlRpcDouble(1), finished: new Date(this.#clock()), allowed_operations: ['destroy'] })

@@ -1,4 +1,6 @@
 import t from 'tap'
+import { randomBytes } from 'node:crypto'
+import { Readable } from 'node:stream'
 import { startSimulator } from './simulator.js'
 import { PASSWORD } from './simulator.js'
 
@@ -19,6 +21,8 @@ interface XenApiClient {
   readonly objects: Collection
   readonly objectsFetched: Promise<void>
   call(method: string, ...args: unknown[]): Promise<unknown>
+  getResource(pathname: string, options: { query: Record<string, string> }): Promise<{ body: AsyncIterable<Uint8Array>; task: Promise<unknown> }>
+  putResource(body: Readable, pathname: string, options: { query: Record<string, string> }): Promise<unknown>
   callAsync(method: string, ...args: unknown[]): Promise<unknown>
   barrier(ref?: string): Promise<XapiObject | undefined>
   getObject(idOrUuidOrRef: string, defaultValue?: unknown): XapiObject | undefined
@@ -81,4 +85,30 @@ t.test('the reference client (npm xen-api) connects, fills its cache, follows ev
   t.match(failure, { code: 'VM_BAD_POWER_STATE', params: [ref, 'halted', 'running'] }, 'a failed task rejects with XAPI\u2019s code and params')
   const wrong = await client.call('VM.get_record', 'OpaqueRef:nope').catch((error: unknown) => error)
   t.match(wrong, { code: 'HANDLE_INVALID', params: ['VM', 'OpaqueRef:nope'] })
+})
+
+t.test('the reference client uploads and downloads a VDI through putResource and getResource', async (t) => {
+  const { createClient } = (await import(XEN_API)) as XenApiModule
+  const xapi = await startSimulator(t)
+  const client = createClient({ url: xapi.url, auth: { user: 'root', password: PASSWORD }, allowUnauthorized: true })
+  t.teardown(() => client.disconnect())
+  await client.connect()
+  await client.objectsFetched
+  const session = await xapi.login('second connection')
+  const sr = Object.entries(await xapi.call<Record<string, Record<string, unknown>>>('SR.get_all_records', [session])).find(([, r]) => r['shared'] === true && r['content_type'] === 'user')?.[0]
+  const size = 4 * 1024 * 1024
+  const vdi = String(await client.call('VDI.create', { name_label: 'via xen-api', SR: sr, virtual_size: size, type: 'user', sharable: false, read_only: false, other_config: {} }))
+  const bytes = randomBytes(size)
+
+  // A stream with a known length: xen-api probes for a redirection with an empty PUT first, then sends it.
+  const upload = Object.assign(Readable.from([bytes]), { length: size })
+  await client.putResource(upload, '/import_raw_vdi', { query: { vdi, format: 'raw' } })
+
+  // The consumer keeps up: with a slow one, undici 6 on Node 20 hangs on a body that ends with the
+  // connection (an assertion in its pause logic, shared notes on xapi §3); the simulator sends exports that way, as XAPI does.
+  const response = await client.getResource('/export_raw_vdi', { query: { vdi, format: 'raw' } })
+  const chunks: Buffer[] = []
+  for await (const chunk of response.body) chunks.push(Buffer.from(chunk))
+  await response.task
+  t.ok(Buffer.concat(chunks).equals(bytes), 'what went up comes back down, byte for byte')
 })
