@@ -16,7 +16,7 @@ const usage = `Usage:
   keel serve [--host HOST] [--port PORT] [--data-dir DIR] [--config FILE]
   keel token create --url URL --user EMAIL [--description TEXT] [--expires-in DURATION]
   keel lab generate --vms N [--hosts H] [--data-dir DIR] [--seed N]
-  keel lab xapi [--host H] [--port P] [--data-dir DIR] [--password PW] [--step-delay MS]
+  keel lab xapi [--host H] [--port P] [--data-dir DIR] [--password PW] [--step-delay MS] [--tls]
   keel watch <collection> --url URL [--filter F] [--fields a,b] [--json]
   keel vdi export <id> -o FILE [--format vhd|raw] [--concurrency N] [--base SNAPSHOT] [--snapshot] [--resume]
   keel vdi import FILE (--sr SR [--name-label L] [--name-description D] | --into VDI) [--format vhd|raw]

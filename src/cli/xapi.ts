@@ -18,7 +18,6 @@ export async function serveXapi(args: string[]): Promise<void> {
     },
     strict: true,
   })
-  if (values.tls) throw new CliError('--tls is not available yet: the simulator serves plain HTTP', 2)
   const port = Number(values.port)
   if (!/^\d+$/.test(values.port) || port > 65535) throw new CliError(`--port expects 0 to 65535, got ${values.port}`, 2)
   const stepDelay = values['step-delay'] === undefined ? undefined : Number(values['step-delay'])
@@ -28,7 +27,12 @@ export async function serveXapi(args: string[]): Promise<void> {
     password = randomBytes(12).toString('base64url')
     process.stderr.write(`keel lab xapi: generated password for root: ${password}\n`)
   }
-  const simulator = await openSimulator({ dataDir: resolve(values['data-dir']), password, ...(stepDelay === undefined ? {} : { stepDelay }) })
+  const simulator = await openSimulator({
+    dataDir: resolve(values['data-dir']),
+    password,
+    ...(stepDelay === undefined ? {} : { stepDelay }),
+    ...(values.tls ? { tls: { names: [...new Set([values.host, '127.0.0.1', 'localhost'])] } } : {}),
+  })
   const url = await simulator.listen(port, values.host)
   process.stdout.write(`keel lab xapi listening on ${url}\n`)
   const stop = (): void => {

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { LabDriver } from '../driver/lab/driver.js'
 import { openDatabase, type Db } from '../store/database.js'
@@ -8,6 +9,7 @@ import { Dispatcher, type Explicit } from './calls.js'
 import type { Services } from './context.js'
 import { XapiDatabase } from './database.js'
 import { eventHandlers } from './events.js'
+import { serverCertificate } from './certificate.js'
 import { DEFAULT_MAX_BODY, rpcListener } from './http.js'
 import { LabFeed } from './lab-feed.js'
 import { sessionHandlers } from './session-handlers.js'
@@ -24,6 +26,8 @@ export interface SimulatorOptions {
   readonly maxBodySize?: number
   readonly eventLogSize?: number
   readonly clock?: () => number
+  /** HTTPS with the data directory's self-signed certificate (made on first use), valid for these names */
+  readonly tls?: { readonly names: readonly string[] }
 }
 
 export interface Simulator {
@@ -63,7 +67,9 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     shutdown.signal,
   )
   const transfers = new Transfers(services, tasks)
-  const server: Server = createServer(rpcListener(dispatcher, options.maxBodySize ?? DEFAULT_MAX_BODY, (request, response) => transfers.handle(request, response)))
+  const listener = rpcListener(dispatcher, options.maxBodySize ?? DEFAULT_MAX_BODY, (request, response) => transfers.handle(request, response))
+  const server: Server = options.tls === undefined ? createServer(listener) : createHttpsServer(await serverCertificate(options.dataDir, options.tls.names), listener)
+  const scheme = options.tls === undefined ? 'http' : 'https'
   return {
     services,
     dispatcher,
@@ -72,7 +78,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
         server.once('error', reject)
         server.listen(port, host, () => {
           const address = server.address() as AddressInfo
-          resolve(`http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`)
+          resolve(`${scheme}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`)
         })
       }),
     close: async () => {

@@ -1,4 +1,7 @@
 import t from 'tap'
+import { readFileSync, statSync } from 'node:fs'
+import { request as httpsRequest } from 'node:https'
+import { certificateFile } from '../../src/simulator/certificate.js'
 import { PASSWORD, startSimulator } from './simulator.js'
 
 type Records = Record<string, Record<string, unknown>>
@@ -137,4 +140,25 @@ t.test('system.listMethods lists what is served, and only that', async (t) => {
   }
   t.notOk(methods.includes('VM.set_power_state'), 'no setter for a read-only field')
   t.equal(new Set(methods).size, methods.length, 'no duplicates')
+})
+
+t.test('with TLS: HTTPS with a self-signed certificate kept in the data directory, which clients can verify against', async (t) => {
+  const xapi = await startSimulator(t, { tls: { names: ['127.0.0.1'] } })
+  t.match(xapi.url, /^https:\/\/127\.0\.0\.1:\d+$/)
+  const pem = readFileSync(certificateFile(xapi.dataDir), 'utf8')
+  t.equal(statSync(certificateFile(xapi.dataDir)).mode & 0o777, 0o600, 'the key is private')
+  const ca = pem.slice(pem.indexOf('-----BEGIN CERTIFICATE-----'))
+  const body = JSON.stringify({ jsonrpc: '2.0', method: 'session.login_with_password', params: ['root', PASSWORD], id: 1 })
+  const answer = await new Promise<string>((resolve, reject) => {
+    const request = httpsRequest(`${xapi.url}/jsonrpc`, { method: 'POST', ca }, (response) => {
+      let text = ''
+      response.on('data', (chunk: Buffer) => (text += chunk.toString()))
+      response.on('end', () => resolve(text))
+    })
+    request.on('error', reject)
+    request.end(body)
+  })
+  t.match(JSON.parse(answer), { result: /^OpaqueRef:/ })
+  const untrusted = await fetch(`${xapi.url}/jsonrpc`, { method: 'POST', body }).catch((error: unknown) => error)
+  t.type(untrusted, TypeError, 'a client that does not trust it is refused')
 })
