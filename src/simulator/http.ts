@@ -50,7 +50,7 @@ function send(response: ServerResponse, type: string, body: string): void {
 
 /** The RPC endpoints: XML-RPC at POST / (and /RPC2), JSON-RPC v1 and v2 at POST /jsonrpc; `other` may take a request first (the disk handlers). */
 export function rpcListener(
-  dispatcher: Dispatcher,
+  dispatcher: Pick<Dispatcher, 'call'>,
   maxBody: number = DEFAULT_MAX_BODY,
   other: (request: IncomingMessage, response: ServerResponse) => boolean = () => false,
 ): (request: IncomingMessage, response: ServerResponse) => void {

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { LabDriver } from '../driver/lab/driver.js'
@@ -12,6 +12,7 @@ import { eventHandlers } from './events.js'
 import { serverCertificate } from './certificate.js'
 import { DEFAULT_MAX_BODY, rpcListener } from './http.js'
 import { LabFeed } from './lab-feed.js'
+import { memberAddresses, memberOf } from './members.js'
 import { sessionHandlers } from './session-handlers.js'
 import { Sessions } from './sessions.js'
 import { Tasks } from './tasks.js'
@@ -67,24 +68,39 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     shutdown.signal,
   )
   const transfers = new Transfers(services, tasks)
-  const listener = rpcListener(dispatcher, options.maxBodySize ?? DEFAULT_MAX_BODY, (request, response) => transfers.handle(request, response))
-  const server: Server = options.tls === undefined ? createServer(listener) : createHttpsServer(await serverCertificate(options.dataDir, options.tls.names), listener)
+  const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
+  const handleTransfer = (request: IncomingMessage, response: ServerResponse): boolean => transfers.handle(request, response)
   const scheme = options.tls === undefined ? 'http' : 'https'
+  const servers: Server[] = []
+  const serve = async (listener: RequestListener, port: number, host: string, names: readonly string[]): Promise<number> => {
+    const server = options.tls === undefined ? createServer(listener) : createHttpsServer(await serverCertificate(options.dataDir, [...options.tls.names, ...names]), listener)
+    servers.push(server)
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, host, () => resolve())
+    })
+    return (server.address() as AddressInfo).port
+  }
   return {
     services,
     dispatcher,
-    listen: (port, host) =>
-      new Promise((resolve, reject) => {
-        server.once('error', reject)
-        server.listen(port, host, () => {
-          const address = server.address() as AddressInfo
-          resolve(`${scheme}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`)
-        })
-      }),
+    listen: async (port, host) => {
+      const members = memberAddresses(host, db)
+      const bound = await serve(rpcListener(dispatcher, maxBody, handleTransfer), port, host, [...members.values()])
+      if (members.size > 0) {
+        // Each host answers on its own loopback address; the members send clients to the master.
+        const masterAddress = members.get(masterRef()) ?? host
+        for (const [ref, address] of members) {
+          feed.overlay(ref, { address })
+          if (ref !== masterRef()) await serve(rpcListener(memberOf(masterAddress), maxBody, handleTransfer), bound, address, [])
+        }
+      }
+      return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}`
+    },
     close: async () => {
       shutdown.abort()
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      for (const server of servers) server.closeAllConnections()
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))))
       feed.stop()
       await driver.close()
       store.close()

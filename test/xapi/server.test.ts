@@ -162,3 +162,20 @@ t.test('with TLS: HTTPS with a self-signed certificate kept in the data director
   const untrusted = await fetch(`${xapi.url}/jsonrpc`, { method: 'POST', body }).catch((error: unknown) => error)
   t.type(untrusted, TypeError, 'a client that does not trust it is refused')
 })
+
+t.test('on 127.0.0.x each host answers on its own address, the members with HOST_IS_SLAVE naming the master', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const hosts = await xapi.call<Record<string, Record<string, unknown>>>('host.get_all_records', [session])
+  const pool = Object.values(await xapi.call<Record<string, Record<string, unknown>>>('pool.get_all_records', [session]))[0]
+  const master = String(pool?.['master'])
+  t.equal(hosts[master]?.['address'], '127.0.0.1', 'the master is where the simulator was asked to listen')
+  const members = Object.entries(hosts).filter(([ref]) => ref !== master).map(([, host]) => String(host['address']))
+  t.same(members.sort(), ['127.0.0.2', '127.0.0.3'])
+  const port = new URL(xapi.url).port
+  for (const address of members) {
+    const response = await fetch(`http://${address}:${port}/jsonrpc`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', method: 'session.login_with_password', params: ['root', PASSWORD], id: 1 }) })
+    t.same(await response.json(), { jsonrpc: '2.0', error: { code: 1, message: 'HOST_IS_SLAVE', data: ['127.0.0.1'] }, id: 1 }, address)
+  }
+  t.equal([...xapi.simulator.services.db.ofClass('session')].length, 1, 'the members opened no session')
+})

@@ -87,6 +87,16 @@ t.test('the reference client (npm xen-api) connects, fills its cache, follows ev
   t.match(wrong, { code: 'HANDLE_INVALID', params: ['VM', 'OpaqueRef:nope'] })
 })
 
+t.test('the reference client sent to a pool member follows HOST_IS_SLAVE to the master', async (t) => {
+  const { createClient } = (await import(XEN_API)) as XenApiModule
+  const xapi = await startSimulator(t)
+  const member = xapi.url.replace('127.0.0.1', '127.0.0.2')
+  const client = createClient({ url: member, auth: { user: 'root', password: PASSWORD }, allowUnauthorized: true })
+  t.teardown(() => client.disconnect())
+  await client.connect()
+  t.match(await client.call('pool.get_all'), [/^OpaqueRef:/], 'connected, through the master')
+})
+
 t.test('the reference client uploads and downloads a VDI through putResource and getResource', async (t) => {
   const { createClient } = (await import(XEN_API)) as XenApiModule
   const xapi = await startSimulator(t)
