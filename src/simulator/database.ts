@@ -143,6 +143,11 @@ export class XapiDatabase {
     return this.#generation
   }
 
+  /** Drops every logged change (fault injection): tokens older than now answer EVENTS_LOST. */
+  forgetLog(): void {
+    this.#log.length = 0
+  }
+
   /** Calls `listener` after each logged change until the returned function is called. */
   onChange(listener: () => void): () => void {
     this.#listeners.add(listener)

@@ -10,6 +10,7 @@ import type { Services } from './context.js'
 import { XapiDatabase } from './database.js'
 import { eventHandlers } from './events.js'
 import { serverCertificate } from './certificate.js'
+import { Faults } from './faults.js'
 import { DEFAULT_MAX_BODY, rpcListener } from './http.js'
 import { LabFeed } from './lab-feed.js'
 import { memberAddresses, memberOf } from './members.js'
@@ -67,9 +68,17 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )
-  const transfers = new Transfers(services, tasks)
+  const faults = new Faults(services)
+  const transfers = new Transfers(services, tasks, faults)
   const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
-  const handleTransfer = (request: IncomingMessage, response: ServerResponse): boolean => transfers.handle(request, response)
+  const handleTransfer = (request: IncomingMessage, response: ServerResponse): boolean => faults.handle(request, response) || transfers.handle(request, response)
+  const delayed = {
+    call: async (method: string, params: readonly unknown[]) => {
+      const outcome = await dispatcher.call(method, params)
+      await faults.delay()
+      return outcome
+    },
+  }
   const scheme = options.tls === undefined ? 'http' : 'https'
   const servers: Server[] = []
   const serve = async (listener: RequestListener, port: number, host: string, names: readonly string[]): Promise<number> => {
@@ -86,7 +95,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     dispatcher,
     listen: async (port, host) => {
       const members = memberAddresses(host, db)
-      const bound = await serve(rpcListener(dispatcher, maxBody, handleTransfer), port, host, [...members.values()])
+      const bound = await serve(rpcListener(delayed, maxBody, handleTransfer), port, host, [...members.values()])
       if (members.size > 0) {
         // Each host answers on its own loopback address; the members send clients to the master.
         const masterAddress = members.get(masterRef()) ?? host

@@ -8,6 +8,7 @@ import { isKeelError } from '../errors.js'
 import type { Services } from './context.js'
 import type { StoredObject } from './database.js'
 import { XapiFailure } from './failures.js'
+import type { Faults } from './faults.js'
 import type { Tasks } from './tasks.js'
 
 /** Reads at most this many blocks ahead of the socket. */
@@ -19,6 +20,20 @@ class HttpRefusal extends Error {
     readonly failure: readonly string[],
   ) {
     super(failure.join(' '))
+  }
+}
+
+/** The bytes up to `limit`, then the connection reset (fault injection). */
+async function* cut(bytes: AsyncIterable<Buffer>, limit: number, response: ServerResponse): AsyncGenerator<Buffer> {
+  let sent = 0
+  for await (const chunk of bytes) {
+    if (sent + chunk.length >= limit) {
+      yield chunk.subarray(0, limit - sent)
+      response.socket?.resetAndDestroy()
+      throw new XapiFailure('VDI_IO_ERROR', 'connection reset (injected fault)')
+    }
+    sent += chunk.length
+    yield chunk
   }
 }
 
@@ -39,10 +54,12 @@ function refuse(response: ServerResponse, status: number, detail: string): void 
 export class Transfers {
   readonly #services: Services
   readonly #tasks: Tasks
+  readonly #faults: Faults
 
-  constructor(services: Services, tasks: Tasks) {
+  constructor(services: Services, tasks: Tasks, faults: Faults) {
     this.#services = services
     this.#tasks = tasks
+    this.#faults = faults
   }
 
   /** Handles the request if its path is one of the handlers; answers false otherwise. */
@@ -124,7 +141,8 @@ export class Transfers {
     } else stream = format === 'vhd' ? await exportVhd(disks, record, size, options) : await exportRaw(disks, record, size, options)
     // No length and the connection closed at the end: the body ends with the socket, as XAPI sends it.
     response.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'close' })
-    await pipeline(Readable.from(stream.bytes), response)
+    const resetAfter = this.#faults.takeExportReset()
+    await pipeline(Readable.from(resetAfter === undefined ? stream.bytes : cut(stream.bytes, resetAfter, response)), response)
     return ''
   }
 
