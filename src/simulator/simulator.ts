@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
+import { WorkerPool } from '../../workers/pool.js'
 import { LabDriver } from '../driver/lab/driver.js'
 import { openDatabase, type Db } from '../store/database.js'
 import { NULL_REF } from '../xapi/datamodel/index.js'
@@ -69,7 +70,9 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     shutdown.signal,
   )
   const faults = new Faults(services)
-  const transfers = new Transfers(services, tasks, faults)
+  // Compression and checksums of XVA transfers run off the event loop, as Keel's own do.
+  const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
+  const transfers = new Transfers(services, tasks, faults, workers)
   const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
   const handleTransfer = (request: IncomingMessage, response: ServerResponse): boolean => faults.handle(request, response) || transfers.handle(request, response)
   const delayed = {
@@ -111,6 +114,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
       for (const server of servers) server.closeAllConnections()
       await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))))
       feed.stop()
+      await workers.close()
       await driver.close()
       store.close()
     },

@@ -8,6 +8,12 @@ import { isKeelError } from '../errors.js'
 import type { Services } from './context.js'
 import type { StoredObject } from './database.js'
 import { XapiFailure } from './failures.js'
+import { once } from 'node:events'
+import { compressionOf, describeVm, exportXva, importXva, type StreamWorkers } from '../disks/xva.js'
+import type { DiskAccess } from '../driver/types.js'
+import { giveBack } from '../formats/lending.js'
+import type { XmlRpcValue } from '../xapi/xml-rpc.js'
+import { SIMULATOR_USER } from './actions.js'
 import type { Faults } from './faults.js'
 import type { Tasks } from './tasks.js'
 
@@ -37,6 +43,15 @@ async function* cut(bytes: AsyncIterable<Buffer>, limit: number, response: Serve
   }
 }
 
+/** Writes lent chunks (a worker's output slots) and gives each back once the socket has it, waiting for drain. */
+async function sendLent(response: ServerResponse, bytes: AsyncIterable<Buffer>): Promise<void> {
+  for await (const chunk of bytes) {
+    if (response.destroyed) throw new Error('the client went away')
+    if (!response.write(chunk, () => giveBack(chunk))) await once(response, 'drain')
+  }
+  await new Promise<void>((resolve) => response.end(resolve))
+}
+
 function refuse(response: ServerResponse, status: number, detail: string): void {
   const body = `<html><body><h1>HTTP ${status}</h1>${detail.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</body></html>`
   response.writeHead(status, { 'content-type': 'text/html', connection: 'close', 'content-length': Buffer.byteLength(body) })
@@ -55,20 +70,23 @@ export class Transfers {
   readonly #services: Services
   readonly #tasks: Tasks
   readonly #faults: Faults
+  readonly #workers: StreamWorkers
 
-  constructor(services: Services, tasks: Tasks, faults: Faults) {
+  constructor(services: Services, tasks: Tasks, faults: Faults, workers: StreamWorkers) {
     this.#services = services
     this.#tasks = tasks
     this.#faults = faults
+    this.#workers = workers
   }
 
   /** Handles the request if its path is one of the handlers; answers false otherwise. */
   handle(request: IncomingMessage, response: ServerResponse): boolean {
     const url = new URL(request.url ?? '/', 'http://simulator')
     const route = `${request.method ?? ''} ${url.pathname}`
-    if (route !== 'GET /export_raw_vdi' && route !== 'PUT /import_raw_vdi') return false
+    const handler = this.#routes[route]
+    if (handler === undefined) return false
     const task = url.searchParams.get('task_id') ?? undefined
-    const work = route === 'GET /export_raw_vdi' ? this.#export(url.searchParams, response) : this.#import(url.searchParams, request, response)
+    const work = handler(url.searchParams, request, response)
     work.then(
       (value) => {
         if (task !== undefined) this.#tasks.settle(task, { value })
@@ -82,6 +100,66 @@ export class Transfers {
       },
     )
     return true
+  }
+
+  readonly #routes: Readonly<Record<string, (query: URLSearchParams, request: IncomingMessage, response: ServerResponse) => Promise<XmlRpcValue>>> = {
+    'GET /export_raw_vdi': (query, _request, response) => this.#export(query, response),
+    'PUT /import_raw_vdi': (query, request, response) => this.#import(query, request, response),
+    'GET /export': (query, request, response) => this.#exportVm(query, request, response),
+    'PUT /import': (query, request, response) => this.#importVm(query, request, response),
+  }
+
+  #disks(): DiskAccess {
+    const { disks } = this.#services.driver
+    if (disks === undefined) throw new HttpRefusal(500, ['INTERNAL_ERROR', 'this lab serves no disk content'])
+    return disks
+  }
+
+  /** An object of `cls` by ref or uuid, with its lab record. */
+  #object(cls: string, value: string | null, name: string): XoRecord {
+    if (value === null) throw new HttpRefusal(400, ['INVALID_VALUE', name, ''])
+    const { db, feed } = this.#services
+    let stored: StoredObject
+    try {
+      stored = value.startsWith('OpaqueRef:') ? db.expect(cls, value) : db.byUuid(cls, value)
+    } catch (error) {
+      throw error instanceof XapiFailure ? new HttpRefusal(404, error.description) : error
+    }
+    const record = feed.labRecord(stored.ref)
+    if (record === undefined || record['_xapiRef'] !== stored.ref) throw new HttpRefusal(404, ['HANDLE_INVALID', cls, value])
+    return record
+  }
+
+  /** GET /export: a halted VM, snapshot or template as an XVA, `use_compression` gzip (or true) or zstd. */
+  async #exportVm(query: URLSearchParams, request: IncomingMessage, response: ServerResponse): Promise<string> {
+    this.#authenticate(query, request)
+    const disks = this.#disks()
+    const vm = this.#object('VM', query.get('ref') ?? query.get('uuid'), 'ref')
+    if (vm['power_state'] !== 'Halted') throw new HttpRefusal(500, ['VM_BAD_POWER_STATE', String(vm['_xapiRef']), 'halted', String(vm['power_state']).toLowerCase()])
+    let compression
+    try {
+      compression = compressionOf(query.get('use_compression') ?? undefined)
+    } catch {
+      throw new HttpRefusal(400, ['INVALID_VALUE', 'use_compression', query.get('use_compression') ?? ''])
+    }
+    const { description, vdis } = describeVm(vm, (id) => this.#services.driver.getObject(id))
+    response.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'close' })
+    await sendLent(response, exportXva(disks, description, vdis, compression, this.#workers, CONCURRENCY))
+    return ''
+  }
+
+  /** PUT /import: an XVA (plain, gzip or zstd) as a new halted VM on `sr_id` (default: the pool's default SR); the task's result is the new VM's ref, in a set. */
+  async #importVm(query: URLSearchParams, request: IncomingMessage, response: ServerResponse): Promise<XmlRpcValue> {
+    this.#authenticate(query, request)
+    const disks = this.#disks()
+    let srRef = query.get('sr_id')
+    if (srRef === null) for (const pool of this.#services.db.ofClass('pool')) srRef = String(pool.record['default_SR'])
+    const sr = this.#object('SR', srRef, 'sr_id')
+    response.writeHead(200, { connection: 'close' })
+    response.flushHeaders()
+    const id = await importXva(disks, sr, request, SIMULATOR_USER, this.#workers)
+    response.end()
+    return [String(this.#services.driver.getObject(id)?.['_xapiRef'])]
   }
 
   #wording(error: unknown): string[] {
@@ -104,19 +182,8 @@ export class Transfers {
     if (!this.#services.sessions.verify(user ?? '', rest.join(':'))) throw new HttpRefusal(401, ['SESSION_AUTHENTICATION_FAILED', user ?? '', 'Authentication failure'])
   }
 
-  /** A VDI by ref or uuid, with its lab record. */
-  #vdi(value: string | null, name: string): { stored: StoredObject; record: XoRecord } {
-    if (value === null) throw new HttpRefusal(400, ['INVALID_VALUE', name, ''])
-    const { db, feed } = this.#services
-    let stored: StoredObject
-    try {
-      stored = value.startsWith('OpaqueRef:') ? db.expect('VDI', value) : db.byUuid('VDI', value)
-    } catch (error) {
-      throw error instanceof XapiFailure ? new HttpRefusal(404, error.description) : error
-    }
-    const record = feed.labRecord(stored.ref)
-    if (record === undefined) throw new HttpRefusal(404, ['HANDLE_INVALID', 'VDI', value])
-    return { stored, record }
+  #vdi(value: string | null, name: string): { record: XoRecord } {
+    return { record: this.#object('VDI', value, name) }
   }
 
   #format(query: URLSearchParams): 'raw' | 'vhd' {
@@ -127,8 +194,7 @@ export class Transfers {
 
   async #export(query: URLSearchParams, response: ServerResponse): Promise<string> {
     this.#authenticate(query, response.req)
-    const { disks } = this.#services.driver
-    if (disks === undefined) throw new HttpRefusal(500, ['INTERNAL_ERROR', 'this lab serves no disk content'])
+    const disks = this.#disks()
     const { record } = this.#vdi(query.get('vdi'), 'vdi')
     const format = this.#format(query)
     const base = query.get('base')
@@ -148,8 +214,7 @@ export class Transfers {
 
   async #import(query: URLSearchParams, request: IncomingMessage, response: ServerResponse): Promise<string> {
     this.#authenticate(query, request)
-    const { disks } = this.#services.driver
-    if (disks === undefined) throw new HttpRefusal(500, ['INTERNAL_ERROR', 'this lab serves no disk content'])
+    const disks = this.#disks()
     const { record } = this.#vdi(query.get('vdi'), 'vdi')
     const format = this.#format(query)
     const length = request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])

@@ -106,3 +106,43 @@ t.test('bad transfers are refused or fail their task, and leave the disk as it w
   t.ok(after.equals(before), 'the refused imports changed nothing')
   t.equal((await fetch(url('/import_raw_vdi', `vdi=${vdi}`), { method: 'PUT', body: 'x' })).status, 401)
 })
+
+t.test('GET /export sends an XVA that tar reads, and PUT /import makes a new VM of it', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const vms = await xapi.call<Records>('VM.get_all_records', [session])
+  const [ref, vm] = Object.entries(vms).find(([, r]) => r['power_state'] === 'Halted' && r['is_a_template'] === false && (r['VBDs'] as string[]).length > 0) ?? []
+  if (ref === undefined || vm === undefined) throw new Error('a halted VM with disks')
+  const dir = mkdtempSync(join(tmpdir(), 'keel-xapi-xva-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const task = await xapi.call<string>('task.create', [session, 'export', ''])
+  const response = await fetch(`${xapi.url}/export?session_id=${session}&task_id=${task}&ref=${ref}`)
+  t.equal(response.status, 200)
+  t.equal(response.headers.get('content-length'), null)
+  const xva = Buffer.from(await response.arrayBuffer())
+  writeFileSync(join(dir, 'vm.xva'), xva)
+  t.match(await taskOutcome(xapi, session, task), { status: 'success' })
+  const listing = (await promisify(execFile)('tar', ['-tf', join(dir, 'vm.xva')])).stdout.split('\n')
+  t.equal(listing[0], 'ova.xml', 'tar lists ova.xml first')
+
+  const importTask = await xapi.call<string>('task.create', [session, 'import', ''])
+  const put = await fetch(`${xapi.url}/import?session_id=${session}&task_id=${importTask}`, { method: 'PUT', body: xva })
+  t.equal(put.status, 200)
+  await put.arrayBuffer()
+  const done = await taskOutcome(xapi, session, importTask)
+  t.match(done, { status: 'success', result: /^<value><array><data><value>OpaqueRef:[^<]+<\/value><\/data><\/array><\/value>$/ })
+  const imported = /OpaqueRef:[^<]+/.exec(String(done['result']))?.[0] ?? ''
+  t.match(await xapi.call('VM.get_record', [session, imported]), { name_label: vm['name_label'], power_state: 'Halted' })
+  t.equal((await xapi.call<string[]>('VM.get_VBDs', [session, imported])).length, (vm['VBDs'] as string[]).length)
+
+  const running = Object.entries(vms).find(([, r]) => r['power_state'] === 'Running' && r['is_control_domain'] === false)?.[0]
+  const refused = await fetch(`${xapi.url}/export?session_id=${session}&ref=${running}`)
+  t.equal(refused.status, 500)
+  t.match(await refused.text(), /VM_BAD_POWER_STATE/)
+  t.equal((await fetch(`${xapi.url}/export?session_id=${session}&ref=${ref}&use_compression=lzma`)).status, 400)
+  const garbage = await xapi.call<string>('task.create', [session, 'garbage', ''])
+  const before = (await xapi.call<string[]>('VM.get_all', [session])).length
+  await (await fetch(`${xapi.url}/import?session_id=${session}&task_id=${garbage}`, { method: 'PUT', body: randomBytes(64 * 1024) })).arrayBuffer().catch(() => undefined)
+  t.match(await taskOutcome(xapi, session, garbage), { status: 'failure' })
+  t.equal((await xapi.call<string[]>('VM.get_all', [session])).length, before, 'a broken XVA makes no VM')
+})
