@@ -105,6 +105,36 @@ async function resizeVdi(context: CallContext, ref: XmlRpcValue | undefined, siz
   return ''
 }
 
+/**
+ * Moves every guest off a host, each to the first other host that takes it
+ * (enabled, running, room enough), as XAPI's host.evacuate; a guest no host
+ * takes fails the call with NO_HOSTS_AVAILABLE, the guests moved so far staying
+ * where they went.
+ */
+async function evacuate(context: CallContext, ref: XmlRpcValue | undefined): Promise<string> {
+  const host = labObject(context, 'host', ref)
+  const guests = (Array.isArray(host['residentVms']) ? host['residentVms'] : [])
+    .map((id) => context.driver.getObject(String(id)))
+    .filter((vm): vm is XoRecord => vm?.type === 'VM' && (vm['power_state'] === 'Running' || vm['power_state'] === 'Paused'))
+  const targets = [...context.driver.objectsOfType('host')].filter((other) => other.id !== host.id && other['$pool'] === host['$pool'])
+  for (const [i, guest] of guests.entries()) {
+    let moved = false
+    for (const target of targets) {
+      if (target['enabled'] !== true || target['power_state'] !== 'Running') continue
+      try {
+        await context.driver.perform(guest, 'migrate', { hostId: target.id }, { signal: context.signal, userId: SIMULATOR_USER, progress: () => {} })
+        moved = true
+        break
+      } catch (error) {
+        if (!isKeelError(error) || (error.code !== 'INVALID_PARAMETERS' && error.code !== 'INCORRECT_STATE')) throw failure(error, String(guest['_xapiRef']), 'VM')
+      }
+    }
+    if (!moved) throw new XapiFailure('NO_HOSTS_AVAILABLE')
+    context.progress((i + 1) / guests.length)
+  }
+  return ''
+}
+
 const asyncOnes: Readonly<Record<string, Handler>> = {
   'VM.start': action('VM', 'start'),
   'VM.start_on': async (context, [ref, host]) => {
@@ -132,6 +162,12 @@ const asyncOnes: Readonly<Record<string, Handler>> = {
     return ''
   },
   'VM.destroy': (context, [ref]) => destroy(context, 'VM', ref),
+  'VM.pool_migrate': async (context, [ref, host]) => {
+    const target = labObject(context, 'host', host)
+    await perform(context, 'VM', ref, 'migrate', { hostId: target.id })
+    return ''
+  },
+  'host.evacuate': (context, [ref]) => evacuate(context, ref),
   'host.enable': action('host', 'enable'),
   'host.disable': action('host', 'disable'),
   'host.reboot': action('host', 'clean_reboot'),

@@ -127,3 +127,38 @@ t.test('VM.clone of a halted VM, VM.revert to a snapshot and VM.destroy', async 
   for (const vbd of vbds) t.same(await xapi.json('VBD.get_record', [session, vbd]), { error: ['HANDLE_INVALID', 'VBD', vbd] })
   t.equal(await xapi.call('VM.get_name_label', [session, ref]), vm['name_label'], 'the original is untouched')
 })
+
+t.test('VM.pool_migrate moves a running VM; host.evacuate moves every guest off a host, unless one is pinned to a local SR', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const hosts = await xapi.call<Records>('host.get_all_records', [session])
+  const vms = await xapi.call<Records>('VM.get_all_records', [session])
+  const vbds = await xapi.call<Records>('VBD.get_all_records', [session])
+  const vdis = await xapi.call<Records>('VDI.get_all_records', [session])
+  const srs = await xapi.call<Records>('SR.get_all_records', [session])
+  const pinned = (vm: string): boolean =>
+    (vms[vm]?.['VBDs'] as string[]).some((vbd) => {
+      const vdi = vdis[String(vbds[vbd]?.['VDI'])]
+      return vdi !== undefined && srs[String(vdi['SR'])]?.['shared'] === false
+    })
+  const guests = (host: string): string[] => (hosts[host]?.['resident_VMs'] as string[]).filter((vm) => vms[vm]?.['is_control_domain'] === false && vms[vm]?.['power_state'] === 'Running')
+  const free = Object.keys(hosts).find((host) => guests(host).length > 0 && !guests(host).some(pinned))
+  const stuck = Object.keys(hosts).find((host) => guests(host).some(pinned))
+  if (free === undefined || stuck === undefined) throw new Error('the demo lab has a host whose guests can all leave, and one with a guest on a local SR')
+
+  const [guest] = guests(free)
+  const target = Object.keys(hosts).find((host) => host !== free && host !== stuck)
+  await xapi.call('VM.pool_migrate', [session, guest, target, { live: 'true' }])
+  t.equal(await xapi.call('VM.get_resident_on', [session, guest]), target, 'pool_migrate moved it')
+  t.same(await xapi.json('VM.pool_migrate', [session, guest, target, {}]), { error: ['OPERATION_NOT_ALLOWED', `invalid parameters: body.hostId the VM already runs on host ${String(hosts[String(target)]?.['uuid'])}`] })
+
+  const evacuation = await settled(xapi, session, await xapi.call<string>('Async.host.evacuate', [session, free]))
+  t.match(evacuation, { status: 'success', progress: 1 })
+  const live = ['Running', 'Paused']
+  const left = await xapi.call<string[]>('host.get_resident_VMs', [session, free])
+  t.same(left.filter((vm) => vms[vm]?.['is_control_domain'] === false && live.includes(String(vms[vm]?.['power_state']))), [], 'no running guest is left on it (a suspended one stays, as the lab keeps it)')
+
+  const refused = await settled(xapi, session, await xapi.call<string>('Async.host.evacuate', [session, stuck]))
+  t.match(refused, { status: 'failure', error_info: ['NO_HOSTS_AVAILABLE'] })
+  t.same(await xapi.json('host.evacuate', [session, 'OpaqueRef:nope']), { error: ['HANDLE_INVALID', 'host', 'OpaqueRef:nope'] })
+})

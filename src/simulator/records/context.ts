@@ -45,6 +45,9 @@ export const bool = (record: XoRecord, field: string, fallback = false): boolean
   return typeof value === 'boolean' ? value : fallback
 }
 
+/** A nested object of a lab record (a VM's `memory`), or an empty one. */
+export const object = (value: unknown): Record<string, unknown> => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {})
+
 export const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [])
 
 /** A map of strings, as XAPI's `(string -> string) map`: other values are stringified. */

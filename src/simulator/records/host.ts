@@ -1,7 +1,6 @@
 import type { XoRecord } from '../../driver/types.js'
-import { bool, common, derivedRef, derivedUuid, refs, str, stringMap, strings, type RecordContext, type XapiObject } from './context.js'
+import { bool, common, object, derivedRef, derivedUuid, refs, str, stringMap, strings, type RecordContext, type XapiObject } from './context.js'
 
-const object = (value: unknown): Record<string, unknown> => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {})
 
 export function poolObject(pool: XoRecord, context: RecordContext): XapiObject {
   const { uuid, ref } = common(pool)

@@ -1,6 +1,6 @@
 import type { XoRecord } from '../../driver/types.js'
 import { NULL_REF } from '../../xapi/datamodel/index.js'
-import { bool, common, derivedRef, derivedUuid, double, num, refs, seconds, str, stringMap, strings, type RecordContext, type XapiObject } from './context.js'
+import { bool, common, object, derivedRef, derivedUuid, double, num, refs, seconds, str, stringMap, strings, type RecordContext, type XapiObject } from './context.js'
 
 // The lab keeps a suspended VM on its host (host.residentVms lists it); XAPI would clear resident_on. The lab's view wins, so both
 // ends of the link agree.
@@ -12,7 +12,6 @@ const pair = (value: unknown): [number, number] => {
   return [typeof low === 'number' ? low : 0, typeof high === 'number' ? high : 0]
 }
 
-const object = (value: unknown): Record<string, unknown> => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {})
 
 /** `8.3.0-1` as the guest agent reports it: major, minor, micro and build apart. */
 function driversVersion(version: string): Record<string, string> {
