@@ -1,6 +1,6 @@
 import t from 'tap'
 import { decodeXmlRpc } from '../../src/xapi/xml-rpc.js'
-import { startSimulator, type RunningSimulator } from './simulator.js'
+import { startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 type Records = Record<string, Record<string, unknown>>
 interface Batch {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { startSimulator } from './simulator.js'
+import { startSimulator } from '../helpers/xapi-simulator.js'
 
 interface Batch {
   events: Array<{ id: number; class: string; operation: string; ref: string; obj_uuid: string; snapshot: Record<string, unknown> }>

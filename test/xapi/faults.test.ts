@@ -1,5 +1,5 @@
 import t from 'tap'
-import { PASSWORD, startSimulator, type RunningSimulator } from './simulator.js'
+import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 const root = 'Basic ' + Buffer.from(`root:${PASSWORD}`).toString('base64')
 

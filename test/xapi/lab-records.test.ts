@@ -4,7 +4,7 @@ import { LabFeed } from '../../src/simulator/lab-feed.js'
 import { MAPPED_TYPES } from '../../src/simulator/records/index.js'
 import { NULL_REF, typeKind, xapiClass } from '../../src/xapi/datamodel/index.js'
 import { context, openLab, type TestScope } from '../helpers/lab.js'
-import { XoMapper } from './xo-mapping.js'
+import { XoMapper } from '../helpers/xo-mapping.js'
 import type { XoRecord } from '../../src/driver/types.js'
 
 async function simulate(t: TestScope) {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { execFile, execFileSync } from 'node:child_process'
 import { promisify } from 'node:util'
-import { PASSWORD, startSimulator } from './simulator.js'
+import { PASSWORD, startSimulator } from '../helpers/xapi-simulator.js'
 
 // Debian's python3-os-xenapi installs for the system interpreter, not a pyenv one first on PATH.
 const PYTHON = '/usr/bin/python3'

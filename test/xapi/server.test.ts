@@ -2,7 +2,7 @@ import t from 'tap'
 import { readFileSync, statSync } from 'node:fs'
 import { request as httpsRequest } from 'node:https'
 import { certificateFile } from '../../src/simulator/certificate.js'
-import { PASSWORD, startSimulator } from './simulator.js'
+import { PASSWORD, startSimulator } from '../helpers/xapi-simulator.js'
 
 type Records = Record<string, Record<string, unknown>>
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { VPC_OPTS } from '../helpers/disks.js'
-import { PASSWORD, startSimulator, type RunningSimulator } from './simulator.js'
+import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 const MiB = 1024 * 1024
 const SIZE = 6 * MiB

@@ -1,8 +1,8 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
-import { startSimulator } from './simulator.js'
-import { PASSWORD } from './simulator.js'
+import { startSimulator } from '../helpers/xapi-simulator.js'
+import { PASSWORD } from '../helpers/xapi-simulator.js'
 
 /** The parts of the reference's client (npm `xen-api`, which ships no types) this test uses. */
 interface XapiObject {

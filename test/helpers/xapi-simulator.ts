@@ -5,7 +5,7 @@ import { decodeJsonRpcResponse, type FailureDescription } from '../../src/xapi/j
 import { xapiOutcome } from '../../src/xapi/xml-rpc-status.js'
 import { decodeMethodResponse, encodeMethodCall, type XmlRpcValue } from '../../src/xapi/xml-rpc.js'
 import { openSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js'
-import type { TestScope } from '../helpers/lab.js'
+import type { TestScope } from './lab.js'
 
 export const PASSWORD = 'simulator-test-password'
 
