@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { createApp } from '../app.js'
 import { ConfigError, loadConfig } from '../config/config.js'
 import { generateLab } from './lab.js'
+import { serveXapi } from './xapi.js'
 import { createToken } from './token.js'
 import { watch } from './watch.js'
 import { vdi } from './vdi.js'
@@ -15,6 +16,7 @@ const usage = `Usage:
   keel serve [--host HOST] [--port PORT] [--data-dir DIR] [--config FILE]
   keel token create --url URL --user EMAIL [--description TEXT] [--expires-in DURATION]
   keel lab generate --vms N [--hosts H] [--data-dir DIR] [--seed N]
+  keel lab xapi [--host H] [--port P] [--data-dir DIR] [--password PW] [--step-delay MS] [--tls]
   keel watch <collection> --url URL [--filter F] [--fields a,b] [--json]
   keel vdi export <id> -o FILE [--format vhd|raw] [--concurrency N] [--base SNAPSHOT] [--snapshot] [--resume]
   keel vdi import FILE (--sr SR [--name-label L] [--name-description D] | --into VDI) [--format vhd|raw]
@@ -23,7 +25,8 @@ const usage = `Usage:
   keel backup run <job id>
   keel backup restore <archive id> --sr SR
 
-Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create), KEEL_TOKEN (watch).
+Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create), KEEL_TOKEN (watch),
+KEEL_XAPI_PASSWORD (lab xapi).
 vdi, vm and backup take --url/--token or KEEL_URL/KEEL_TOKEN.`
 
 /** How long a fatal error waits for its log lines to be written before the process ends. */
@@ -89,6 +92,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'serve') return serve(argv.slice(1))
   if (command === 'token' && sub === 'create') return createToken(rest)
   if (command === 'lab' && sub === 'generate') return generateLab(rest)
+  if (command === 'lab' && sub === 'xapi') return serveXapi(rest)
   if (command === 'watch') return watch(argv.slice(1))
   if (command === 'vdi') return vdi(argv.slice(1))
   if (command === 'vm') return vm(argv.slice(1))

@@ -9,7 +9,7 @@ import { compressor, decompressor, detectCompression, isOva, peek } from '../../
 import { encodeXva } from '../../src/formats/xva/xva-writer.js'
 import { openXvaStream } from '../../src/formats/xva/xva-reader.js'
 import { buildOvaXml, parseOvaXml, type XvaDescription } from '../../src/formats/xva/ova-xml.js'
-import { decodeXmlRpc, encodeXmlRpc, XmlRpcDouble } from '../../src/formats/xva/xml-rpc.js'
+import { decodeXmlRpc, encodeXmlRpc, XmlRpcDouble } from '../../src/xapi/xml-rpc.js'
 import { collect, drain, rawOf, run, sliced, streamError, tempDir, testDisk } from '../helpers/disks.js'
 
 const MiB = 1024 * 1024

@@ -1,6 +1,6 @@
 import { NULL_REF, versionStruct, vmRecord } from './vm-record.js'
 import type { XvaDescription, XvaDisk, XvaVif } from './description.js'
-import { decodeXmlRpc, encodeXmlRpc, XmlRpcDouble, type XmlRpcStruct, type XmlRpcValue } from './xml-rpc.js'
+import { decodeXmlRpc, encodeXmlRpc, XmlRpcDouble, type XmlRpcStruct, type XmlRpcValue } from '../../xapi/xml-rpc.js'
 
 export type { XvaDescription, XvaDisk, XvaVif, XvaVm } from './description.js'
 

@@ -1,5 +1,5 @@
 import type { XvaVm } from './description.js'
-import { XmlRpcDouble, type XmlRpcStruct } from './xml-rpc.js'
+import { XmlRpcDouble, type XmlRpcStruct } from '../../xapi/xml-rpc.js'
 
 export const NULL_REF = 'OpaqueRef:NULL'
 

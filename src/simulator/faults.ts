@@ -1,0 +1,102 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Services } from './context.js'
+
+/** The faults a test may switch on, by their names in the admin endpoint's body. */
+export interface FaultSettings {
+  /** ends every session now: the next call of each client answers SESSION_INVALID */
+  readonly invalidate_sessions?: boolean
+  /** forgets the event log: every token older than now answers EVENTS_LOST */
+  readonly lose_events?: boolean
+  /** ms every RPC answer waits from now on (0: none) */
+  readonly delay_ms?: number
+  /** the next disk export resets its connection after this many bytes */
+  readonly reset_next_export_after?: number
+}
+
+const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after'] as const
+
+const limitBody = 4096
+
+/**
+ * Fault injection for the tests of XAPI clients (issue 27), at
+ * `POST /simulator/faults` with root's HTTP Basic credentials and a JSON body
+ * of FaultSettings. It answers the standing settings. No real XAPI has this
+ * endpoint.
+ */
+export class Faults {
+  readonly #services: Services
+  #delay = 0
+  #resetAfter: number | undefined
+
+  constructor(services: Services) {
+    this.#services = services
+  }
+
+  /** Waits the injected delay, if any. */
+  async delay(): Promise<void> {
+    if (this.#delay > 0) await new Promise((resolve) => setTimeout(resolve, this.#delay))
+  }
+
+  /** The byte count after which this export is cut, once. */
+  takeExportReset(): number | undefined {
+    const after = this.#resetAfter
+    this.#resetAfter = undefined
+    return after
+  }
+
+  handle(request: IncomingMessage, response: ServerResponse): boolean {
+    if (new URL(request.url ?? '/', 'http://simulator').pathname !== '/simulator/faults') return false
+    const answer = (status: number, body: unknown): void => {
+      const text = JSON.stringify(body)
+      response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+      response.end(text)
+    }
+    const [user, ...rest] = Buffer.from(/^Basic (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? '', 'base64').toString().split(':')
+    if (request.method !== 'POST') {
+      request.resume()
+      answer(405, { error: 'POST a JSON object of fault settings' })
+      return true
+    }
+    if (!this.#services.sessions.verify(user ?? '', rest.join(':'))) {
+      request.resume()
+      answer(401, { error: "root's credentials are needed" })
+      return true
+    }
+    let text = ''
+    request.on('data', (chunk: Buffer) => {
+      text += chunk.toString()
+      if (text.length > limitBody) request.destroy()
+    })
+    request.on('end', () => {
+      const problem = this.#apply(text)
+      if (problem === undefined) answer(200, { delay_ms: this.#delay, reset_next_export_after: this.#resetAfter ?? null })
+      else answer(400, { error: problem })
+    })
+    return true
+  }
+
+  #apply(text: string): string | undefined {
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch {
+      return 'the body is not JSON'
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body is a JSON object'
+    const settings = body as Record<string, unknown>
+    const unknown = Object.keys(settings).filter((key) => !KEYS.some((known) => known === key))
+    if (unknown.length > 0) return `unknown settings: ${unknown.join(', ')}`
+    const { invalidate_sessions: invalidate, lose_events: lose, delay_ms: delay, reset_next_export_after: reset } = settings
+    if (invalidate !== undefined && typeof invalidate !== 'boolean') return 'invalidate_sessions is a boolean'
+    if (lose !== undefined && typeof lose !== 'boolean') return 'lose_events is a boolean'
+    const count = (value: unknown): boolean => value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0)
+    if (!count(delay)) return 'delay_ms is a whole number of ms'
+    if (!count(reset)) return 'reset_next_export_after is a whole number of bytes'
+    // Checked whole before any is applied: a bad body changes nothing.
+    if (invalidate === true) this.#services.sessions.invalidateAll()
+    if (lose === true) this.#services.db.forgetLog()
+    if (typeof delay === 'number') this.#delay = delay
+    if (typeof reset === 'number') this.#resetAfter = reset
+    return undefined
+  }
+}

@@ -1,0 +1,122 @@
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { WorkerPool } from '../../workers/pool.js'
+import { LabDriver } from '../driver/lab/driver.js'
+import { openDatabase, type Db } from '../store/database.js'
+import { NULL_REF } from '../xapi/datamodel/index.js'
+import { actionHandlers, SIMULATOR_USER } from './actions.js'
+import { Dispatcher, type Explicit } from './calls.js'
+import type { Services } from './context.js'
+import { XapiDatabase } from './database.js'
+import { eventHandlers } from './events.js'
+import { serverCertificate } from './certificate.js'
+import { Faults } from './faults.js'
+import { DEFAULT_MAX_BODY, rpcListener } from './http.js'
+import { LabFeed } from './lab-feed.js'
+import { memberAddresses, memberOf } from './members.js'
+import { sessionHandlers } from './session-handlers.js'
+import { Sessions } from './sessions.js'
+import { Tasks } from './tasks.js'
+import { Transfers } from './transfers.js'
+
+
+export interface SimulatorOptions {
+  readonly dataDir: string
+  readonly password: string
+  /** ms a simulated step of a lab operation takes */
+  readonly stepDelay?: number
+  readonly maxBodySize?: number
+  readonly eventLogSize?: number
+  readonly clock?: () => number
+  /** HTTPS with the data directory's self-signed certificate (made on first use), valid for these names */
+  readonly tls?: { readonly names: readonly string[] }
+}
+
+export interface Simulator {
+  readonly services: Services
+  readonly dispatcher: Dispatcher
+  listen(port: number, host: string): Promise<string>
+  close(): Promise<void>
+}
+
+/** The lab of a data directory, served as a XAPI pool. */
+export async function openSimulator(options: SimulatorOptions): Promise<Simulator> {
+  const store: Db = openDatabase(options.dataDir)
+  const driver = new LabDriver(store, {
+    creatorId: SIMULATOR_USER,
+    dataDir: options.dataDir,
+    ...(options.stepDelay === undefined ? {} : { stepDelay: options.stepDelay }),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  })
+  await driver.open()
+  const db = new XapiDatabase({ ...(options.eventLogSize === undefined ? {} : { eventLogSize: options.eventLogSize }), ...(options.clock === undefined ? {} : { clock: options.clock }) })
+  const feed = new LabFeed(driver, db)
+  feed.start()
+  const masterRef = (): string => {
+    for (const pool of db.ofClass('pool')) return String(pool.record['master'])
+    return NULL_REF
+  }
+  const sessions = new Sessions(db, { password: options.password, hostRef: masterRef, ...(options.clock === undefined ? {} : { clock: options.clock }) })
+  const services: Services = { db, feed, driver, sessions, masterRef }
+  const tasks = new Tasks(services, options.clock)
+  const shutdown = new AbortController()
+  const plain = (handlers: Readonly<Record<string, Explicit['handler']>>): Record<string, Explicit> =>
+    Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler }]))
+  const dispatcher = new Dispatcher(
+    services,
+    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers },
+    (method, session, run) => tasks.runAsync(method, session, run),
+    shutdown.signal,
+  )
+  const faults = new Faults(services)
+  // Compression and checksums of XVA transfers run off the event loop, as Keel's own do.
+  const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
+  const transfers = new Transfers(services, tasks, faults, workers)
+  const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
+  const handleTransfer = (request: IncomingMessage, response: ServerResponse): boolean => faults.handle(request, response) || transfers.handle(request, response)
+  const delayed = {
+    call: async (method: string, params: readonly unknown[]) => {
+      const outcome = await dispatcher.call(method, params)
+      await faults.delay()
+      return outcome
+    },
+  }
+  const scheme = options.tls === undefined ? 'http' : 'https'
+  const servers: Server[] = []
+  const serve = async (listener: RequestListener, port: number, host: string, names: readonly string[]): Promise<number> => {
+    const server = options.tls === undefined ? createServer(listener) : createHttpsServer(await serverCertificate(options.dataDir, [...options.tls.names, ...names]), listener)
+    servers.push(server)
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, host, () => resolve())
+    })
+    return (server.address() as AddressInfo).port
+  }
+  return {
+    services,
+    dispatcher,
+    listen: async (port, host) => {
+      const members = memberAddresses(host, db)
+      const bound = await serve(rpcListener(delayed, maxBody, handleTransfer), port, host, [...members.values()])
+      if (members.size > 0) {
+        // Each host answers on its own loopback address; the members send clients to the master.
+        const masterAddress = members.get(masterRef()) ?? host
+        for (const [ref, address] of members) {
+          feed.overlay(ref, { address })
+          if (ref !== masterRef()) await serve(rpcListener(memberOf(masterAddress), maxBody, handleTransfer), bound, address, [])
+        }
+      }
+      return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}`
+    },
+    close: async () => {
+      shutdown.abort()
+      for (const server of servers) server.closeAllConnections()
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))))
+      feed.stop()
+      await workers.close()
+      await driver.close()
+      store.close()
+    },
+  }
+}

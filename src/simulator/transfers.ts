@@ -1,0 +1,228 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { pipeline } from 'node:stream/promises'
+import { Readable } from 'node:stream'
+import { exportRaw, exportVhd, exportVhdDelta } from '../disks/export.js'
+import { importDisk } from '../disks/import.js'
+import type { XoRecord } from '../driver/types.js'
+import { isKeelError } from '../errors.js'
+import type { Services } from './context.js'
+import type { StoredObject } from './database.js'
+import { XapiFailure } from './failures.js'
+import { once } from 'node:events'
+import { compressionOf, describeVm, exportXva, importXva, type StreamWorkers } from '../disks/xva.js'
+import type { DiskAccess } from '../driver/types.js'
+import { giveBack } from '../formats/lending.js'
+import type { XmlRpcValue } from '../xapi/xml-rpc.js'
+import { SIMULATOR_USER } from './actions.js'
+import type { Faults } from './faults.js'
+import type { Tasks } from './tasks.js'
+
+/** Reads at most this many blocks ahead of the socket. */
+const CONCURRENCY = 4
+
+class HttpRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly failure: readonly string[],
+  ) {
+    super(failure.join(' '))
+  }
+}
+
+/** The bytes up to `limit`, then the connection reset (fault injection). */
+async function* cut(bytes: AsyncIterable<Buffer>, limit: number, response: ServerResponse): AsyncGenerator<Buffer> {
+  let sent = 0
+  for await (const chunk of bytes) {
+    if (sent + chunk.length >= limit) {
+      yield chunk.subarray(0, limit - sent)
+      response.socket?.resetAndDestroy()
+      throw new XapiFailure('VDI_IO_ERROR', 'connection reset (injected fault)')
+    }
+    sent += chunk.length
+    yield chunk
+  }
+}
+
+/** Writes lent chunks (a worker's output slots) and gives each back once the socket has it, waiting for drain. */
+async function sendLent(response: ServerResponse, bytes: AsyncIterable<Buffer>): Promise<void> {
+  for await (const chunk of bytes) {
+    if (response.destroyed) throw new Error('the client went away')
+    if (!response.write(chunk, () => giveBack(chunk))) await once(response, 'drain')
+  }
+  await new Promise<void>((resolve) => response.end(resolve))
+}
+
+function refuse(response: ServerResponse, status: number, detail: string): void {
+  const body = `<html><body><h1>HTTP ${status}</h1>${detail.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</body></html>`
+  response.writeHead(status, { 'content-type': 'text/html', connection: 'close', 'content-length': Buffer.byteLength(body) })
+  response.end(body)
+}
+
+/**
+ * XAPI's disk handlers (shared notes on xapi §2.4): GET /export_raw_vdi and
+ * PUT /import_raw_vdi on the lab's disk files, authenticated by `session_id`
+ * in the query (or HTTP Basic as root), their outcome in the `task_id` task
+ * when one is given. Exports end with the connection (no length, as XAPI
+ * sends them); imports answer 200 at once, as XAPI does, and report through
+ * the task.
+ */
+export class Transfers {
+  readonly #services: Services
+  readonly #tasks: Tasks
+  readonly #faults: Faults
+  readonly #workers: StreamWorkers
+
+  constructor(services: Services, tasks: Tasks, faults: Faults, workers: StreamWorkers) {
+    this.#services = services
+    this.#tasks = tasks
+    this.#faults = faults
+    this.#workers = workers
+  }
+
+  /** Handles the request if its path is one of the handlers; answers false otherwise. */
+  handle(request: IncomingMessage, response: ServerResponse): boolean {
+    const url = new URL(request.url ?? '/', 'http://simulator')
+    const route = `${request.method ?? ''} ${url.pathname}`
+    const handler = this.#routes[route]
+    if (handler === undefined) return false
+    const task = url.searchParams.get('task_id') ?? undefined
+    const work = handler(url.searchParams, request, response)
+    work.then(
+      (value) => {
+        if (task !== undefined) this.#tasks.settle(task, { value })
+      },
+      (error: unknown) => {
+        const failure = error instanceof HttpRefusal ? error.failure : error instanceof XapiFailure ? error.description : this.#wording(error)
+        if (task !== undefined) this.#tasks.settle(task, { failure })
+        if (!response.headersSent) refuse(response, error instanceof HttpRefusal ? error.status : 500, failure.join(' '))
+        else response.destroy()
+        request.resume()
+      },
+    )
+    return true
+  }
+
+  readonly #routes: Readonly<Record<string, (query: URLSearchParams, request: IncomingMessage, response: ServerResponse) => Promise<XmlRpcValue>>> = {
+    'GET /export_raw_vdi': (query, _request, response) => this.#export(query, response),
+    'PUT /import_raw_vdi': (query, request, response) => this.#import(query, request, response),
+    'GET /export': (query, request, response) => this.#exportVm(query, request, response),
+    'PUT /import': (query, request, response) => this.#importVm(query, request, response),
+  }
+
+  #disks(): DiskAccess {
+    const { disks } = this.#services.driver
+    if (disks === undefined) throw new HttpRefusal(500, ['INTERNAL_ERROR', 'this lab serves no disk content'])
+    return disks
+  }
+
+  /** An object of `cls` by ref or uuid, with its lab record. */
+  #object(cls: string, value: string | null, name: string): XoRecord {
+    if (value === null) throw new HttpRefusal(400, ['INVALID_VALUE', name, ''])
+    const { db, feed } = this.#services
+    let stored: StoredObject
+    try {
+      stored = value.startsWith('OpaqueRef:') ? db.expect(cls, value) : db.byUuid(cls, value)
+    } catch (error) {
+      throw error instanceof XapiFailure ? new HttpRefusal(404, error.description) : error
+    }
+    const record = feed.labRecord(stored.ref)
+    if (record === undefined || record['_xapiRef'] !== stored.ref) throw new HttpRefusal(404, ['HANDLE_INVALID', cls, value])
+    return record
+  }
+
+  /** GET /export: a halted VM, snapshot or template as an XVA, `use_compression` gzip (or true) or zstd. */
+  async #exportVm(query: URLSearchParams, request: IncomingMessage, response: ServerResponse): Promise<string> {
+    this.#authenticate(query, request)
+    const disks = this.#disks()
+    const vm = this.#object('VM', query.get('ref') ?? query.get('uuid'), 'ref')
+    if (vm['power_state'] !== 'Halted') throw new HttpRefusal(500, ['VM_BAD_POWER_STATE', String(vm['_xapiRef']), 'halted', String(vm['power_state']).toLowerCase()])
+    let compression
+    try {
+      compression = compressionOf(query.get('use_compression') ?? undefined)
+    } catch {
+      throw new HttpRefusal(400, ['INVALID_VALUE', 'use_compression', query.get('use_compression') ?? ''])
+    }
+    const { description, vdis } = describeVm(vm, (id) => this.#services.driver.getObject(id))
+    response.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'close' })
+    await sendLent(response, exportXva(disks, description, vdis, compression, this.#workers, CONCURRENCY))
+    return ''
+  }
+
+  /** PUT /import: an XVA (plain, gzip or zstd) as a new halted VM on `sr_id` (default: the pool's default SR); the task's result is the new VM's ref, in a set. */
+  async #importVm(query: URLSearchParams, request: IncomingMessage, response: ServerResponse): Promise<XmlRpcValue> {
+    this.#authenticate(query, request)
+    const disks = this.#disks()
+    let srRef = query.get('sr_id')
+    if (srRef === null) for (const pool of this.#services.db.ofClass('pool')) srRef = String(pool.record['default_SR'])
+    const sr = this.#object('SR', srRef, 'sr_id')
+    response.writeHead(200, { connection: 'close' })
+    response.flushHeaders()
+    const id = await importXva(disks, sr, request, SIMULATOR_USER, this.#workers)
+    response.end()
+    return [String(this.#services.driver.getObject(id)?.['_xapiRef'])]
+  }
+
+  #wording(error: unknown): string[] {
+    if (isKeelError(error)) return error.code === 'INVALID_DISK_STREAM' || error.code === 'DISK_SIZE_MISMATCH' ? ['VDI_IO_ERROR', error.message] : ['INTERNAL_ERROR', error.message]
+    return ['INTERNAL_ERROR', error instanceof Error ? error.message : String(error)]
+  }
+
+  #authenticate(query: URLSearchParams, request: IncomingMessage): void {
+    const session = query.get('session_id')
+    if (session !== null) {
+      try {
+        this.#services.sessions.check(session)
+        return
+      } catch {
+        throw new HttpRefusal(401, ['SESSION_INVALID', session])
+      }
+    }
+    const basic = /^Basic (.+)$/.exec(request.headers.authorization ?? '')?.[1]
+    const [user, ...rest] = Buffer.from(basic ?? '', 'base64').toString().split(':')
+    if (!this.#services.sessions.verify(user ?? '', rest.join(':'))) throw new HttpRefusal(401, ['SESSION_AUTHENTICATION_FAILED', user ?? '', 'Authentication failure'])
+  }
+
+  #vdi(value: string | null, name: string): { record: XoRecord } {
+    return { record: this.#object('VDI', value, name) }
+  }
+
+  #format(query: URLSearchParams): 'raw' | 'vhd' {
+    const format = query.get('format') ?? 'raw'
+    if (format !== 'raw' && format !== 'vhd') throw new HttpRefusal(400, ['INVALID_VALUE', 'format', format])
+    return format
+  }
+
+  async #export(query: URLSearchParams, response: ServerResponse): Promise<string> {
+    this.#authenticate(query, response.req)
+    const disks = this.#disks()
+    const { record } = this.#vdi(query.get('vdi'), 'vdi')
+    const format = this.#format(query)
+    const base = query.get('base')
+    const size = Number(record['size'])
+    const options = { concurrency: CONCURRENCY, now: Date.now() }
+    let stream
+    if (base !== null) {
+      if (format !== 'vhd') throw new HttpRefusal(400, ['INVALID_VALUE', 'base', 'a differencing export is a VHD'])
+      stream = await exportVhdDelta(disks, record, this.#vdi(base, 'base').record, size, options)
+    } else stream = format === 'vhd' ? await exportVhd(disks, record, size, options) : await exportRaw(disks, record, size, options)
+    // No length and the connection closed at the end: the body ends with the socket, as XAPI sends it.
+    response.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'close' })
+    const resetAfter = this.#faults.takeExportReset()
+    await pipeline(Readable.from(resetAfter === undefined ? stream.bytes : cut(stream.bytes, resetAfter, response)), response)
+    return ''
+  }
+
+  async #import(query: URLSearchParams, request: IncomingMessage, response: ServerResponse): Promise<string> {
+    this.#authenticate(query, request)
+    const disks = this.#disks()
+    const { record } = this.#vdi(query.get('vdi'), 'vdi')
+    const format = this.#format(query)
+    const length = request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])
+    if (length === undefined || !Number.isSafeInteger(length)) throw new HttpRefusal(411, ['INVALID_VALUE', 'content-length', String(length)])
+    response.writeHead(200, { connection: 'close' })
+    response.flushHeaders()
+    await importDisk(disks, record, Number(record['size']), format, request, format === 'raw' ? length : undefined)
+    response.end()
+    return ''
+  }
+}

@@ -1,0 +1,49 @@
+import { isKeelError } from '../errors.js'
+import type { XmlRpcValue } from '../xapi/xml-rpc.js'
+import type { Services } from './context.js'
+import { invalidValue, XapiFailure } from './failures.js'
+
+/** XAPI fields the lab's PATCH sets, by class: the XAPI name and the lab's, whose setters differ by type. */
+const LAB_FIELDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  VM: { name_label: 'nameLabel', name_description: 'nameDescription' },
+  VDI: { name_label: 'name_label', name_description: 'name_description' },
+  SR: { name_label: 'name_label', name_description: 'name_description' },
+  network: { name_label: 'name_label', name_description: 'name_description' },
+  host: { name_label: 'name_label', name_description: 'name_description' },
+  pool: { name_label: 'name_label', name_description: 'name_description' },
+}
+
+const labFailure = (error: unknown, field: string, value: XmlRpcValue): XapiFailure => {
+  if (isKeelError(error) && error.code === 'INVALID_PARAMETERS') return invalidValue(field, typeof value === 'string' ? value : JSON.stringify(value))
+  return new XapiFailure('INTERNAL_ERROR', error instanceof Error ? error.message : String(error))
+}
+
+/**
+ * Sets one field of an object. What the lab models goes through the lab, so
+ * Keel's REST API and a restart see it; what it does not is laid over the
+ * lab's record (LabFeed.overlay); the simulator's own objects (sessions,
+ * tasks) are rewritten in place.
+ */
+export async function setField(services: Services, cls: string, ref: string, field: string, value: XmlRpcValue): Promise<void> {
+  const stored = services.db.expect(cls, ref)
+  const lab = services.feed.labRecord(ref)
+  if (lab === undefined) {
+    services.db.put(cls, ref, stored.uuid, { ...stored.record, [field]: value })
+    return
+  }
+  const labField = LAB_FIELDS[cls]?.[field]
+  if (labField !== undefined && lab['_xapiRef'] === ref && services.driver.capabilities.patch.includes(lab.type)) {
+    await services.driver.update(lab, { [labField]: value }).catch((error: unknown) => {
+      throw labFailure(error, field, value)
+    })
+    return
+  }
+  if (field === 'tags' && Array.isArray(value) && lab['_xapiRef'] === ref && services.driver.capabilities.tags.includes(lab.type)) {
+    const wanted = new Set(value.map(String))
+    const current = new Set(Array.isArray(lab['tags']) ? lab['tags'].map(String) : [])
+    for (const tag of current) if (!wanted.has(tag)) await services.driver.setTag(lab, tag, false)
+    for (const tag of wanted) if (!current.has(tag)) await services.driver.setTag(lab, tag, true)
+    return
+  }
+  services.feed.overlay(ref, { [field]: value })
+}

@@ -1,0 +1,55 @@
+import t from 'tap'
+import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
+
+const root = 'Basic ' + Buffer.from(`root:${PASSWORD}`).toString('base64')
+
+const inject = async (xapi: RunningSimulator, body: unknown, authorization = root): Promise<{ status: number; body: unknown }> => {
+  const response = await fetch(`${xapi.url}/simulator/faults`, { method: 'POST', headers: { authorization }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+  return { status: response.status, body: await response.json() }
+}
+
+t.test('injected faults: sessions invalidated, events lost, a delay, an export cut mid-stream', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const { token } = await xapi.call<{ token: string }>('event.from', [session, ['vm'], '', 0])
+  const vm = (await xapi.call<string[]>('VM.get_all', [session]))[0]
+  await xapi.call('VM.add_to_other_config', [session, vm, 'k', 'v'])
+
+  t.same(await inject(xapi, { lose_events: true }), { status: 200, body: { delay_ms: 0, reset_next_export_after: null } })
+  t.same(await xapi.json('event.from', [session, ['vm'], token, 0]), { error: ['EVENTS_LOST'] })
+  const fresh = await xapi.call<{ token: string }>('event.from', [session, ['vm'], '', 0])
+  t.same((await xapi.call<{ events: unknown[] }>('event.from', [session, ['vm'], fresh.token, 0])).events, [], 'a token from after the loss works')
+
+  t.equal((await inject(xapi, { invalidate_sessions: true })).status, 200)
+  t.same(await xapi.json('VM.get_all', [session]), { error: ['SESSION_INVALID', session] })
+  const again = await xapi.login()
+
+  t.same(await inject(xapi, { delay_ms: 20 }), { status: 200, body: { delay_ms: 20, reset_next_export_after: null } })
+  t.ok((await xapi.call<string[]>('VM.get_all', [again])).length > 0, 'delayed calls still answer')
+  await inject(xapi, { delay_ms: 0 })
+
+  const srs = await xapi.call<Record<string, Record<string, unknown>>>('SR.get_all_records', [again])
+  const sr = Object.entries(srs).find(([, r]) => r['shared'] === true && r['content_type'] === 'user')?.[0]
+  const vdi = await xapi.call<string>('VDI.create', [again, { name_label: 'cut', SR: sr, virtual_size: 8 * 1024 * 1024 }])
+  await inject(xapi, { reset_next_export_after: 1024 * 1024 })
+  const task = await xapi.call<string>('task.create', [again, 'cut export', ''])
+  const cut = await fetch(`${xapi.url}/export_raw_vdi?session_id=${again}&task_id=${task}&vdi=${vdi}`).then((r) => r.arrayBuffer()).catch((error: unknown) => error)
+  t.type(cut, TypeError, 'the download breaks')
+  let { token: taskToken } = await xapi.call<{ token: string }>('event.from', [again, ['task'], '', 0])
+  while ((await xapi.call('task.get_status', [again, task])) === 'pending') ({ token: taskToken } = await xapi.call<{ token: string }>('event.from', [again, ['task'], taskToken, 30]))
+  t.match(await xapi.call('task.get_record', [again, task]), { status: 'failure', error_info: ['VDI_IO_ERROR'] })
+  const whole = await fetch(`${xapi.url}/export_raw_vdi?session_id=${again}&vdi=${vdi}`).then((r) => r.arrayBuffer())
+  t.equal(whole.byteLength, 8 * 1024 * 1024, 'the fault was for one export only')
+})
+
+t.test('the fault endpoint refuses strangers and bad settings, changing nothing', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  t.equal((await inject(xapi, { invalidate_sessions: true }, 'Basic ' + Buffer.from('root:wrong').toString('base64'))).status, 401)
+  t.equal((await inject(xapi, { invalidate_sessions: true }, '')).status, 401)
+  for (const body of ['nope', '[]', { invalidate_sessions: 'yes' }, { delay_ms: -1 }, { reset_next_export_after: 1.5 }, { invalidate_sessions: true, shout: 1 }]) {
+    t.equal((await inject(xapi, body)).status, 400, JSON.stringify(body))
+  }
+  t.equal((await fetch(`${xapi.url}/simulator/faults`, { headers: { authorization: root } })).status, 405)
+  t.ok('result' in (await xapi.json('VM.get_all', [session])), 'the session survived every refused request')
+})

@@ -1,0 +1,148 @@
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { VPC_OPTS } from '../helpers/disks.js'
+import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
+
+const MiB = 1024 * 1024
+const SIZE = 6 * MiB
+
+type Records = Record<string, Record<string, unknown>>
+
+async function scratchVdi(xapi: RunningSimulator, session: string): Promise<string> {
+  const srs = await xapi.call<Records>('SR.get_all_records', [session])
+  const sr = Object.entries(srs).find(([, r]) => r['content_type'] === 'user' && r['shared'] === true)?.[0]
+  return xapi.call<string>('VDI.create', [session, { name_label: 'transfer', SR: sr, virtual_size: SIZE, type: 'user', sharable: false, read_only: false, other_config: {} }])
+}
+
+async function taskOutcome(xapi: RunningSimulator, session: string, task: string): Promise<Record<string, unknown>> {
+  let { token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], '', 0])
+  for (;;) {
+    const record = await xapi.call<Record<string, unknown>>('task.get_record', [session, task])
+    if (record['status'] !== 'pending') return record
+    ;({ token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], token, 30]))
+  }
+}
+
+/** Content with data in some blocks and zeros elsewhere, so allocation matters. */
+function content(): Buffer {
+  const bytes = Buffer.alloc(SIZE)
+  randomBytes(MiB).copy(bytes, 0)
+  randomBytes(512 * 1024).copy(bytes, 4 * MiB + 4096)
+  return bytes
+}
+
+t.test('PUT /import_raw_vdi then GET /export_raw_vdi moves the bytes, raw and VHD; qemu-img reads the VHD', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const vdi = await scratchVdi(xapi, session)
+  const bytes = content()
+  const importTask = await xapi.call<string>('task.create', [session, 'upload', ''])
+  const put = await fetch(`${xapi.url}/import_raw_vdi?session_id=${session}&task_id=${importTask}&vdi=${vdi}&format=raw`, { method: 'PUT', body: bytes })
+  t.equal(put.status, 200)
+  await put.arrayBuffer()
+  t.match(await taskOutcome(xapi, session, importTask), { status: 'success' })
+
+  const exportTask = await xapi.call<string>('task.create', [session, 'download', ''])
+  const raw = await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&task_id=${exportTask}&vdi=${vdi}&format=raw`)
+  t.equal(raw.status, 200)
+  t.equal(raw.headers.get('content-length'), null, 'the body ends with the connection, as XAPI sends it')
+  t.ok(Buffer.from(await raw.arrayBuffer()).equals(bytes), 'the raw export is what was imported')
+  t.match(await taskOutcome(xapi, session, exportTask), { status: 'success' })
+
+  const uuid = await xapi.call<string>('VDI.get_uuid', [session, vdi])
+  const vhd = await fetch(`${xapi.url}/export_raw_vdi?vdi=${uuid}&format=vhd`, { headers: { authorization: 'Basic ' + Buffer.from(`root:${PASSWORD}`).toString('base64') } })
+  t.equal(vhd.status, 200, 'by uuid, with HTTP Basic credentials')
+  const dir = mkdtempSync(join(tmpdir(), 'keel-xapi-vhd-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'disk.vhd'), Buffer.from(await vhd.arrayBuffer()))
+  const run = promisify(execFile)
+  // The size from the footer, not from the CHS geometry qemu-img would otherwise round to.
+  const info = JSON.parse((await run('qemu-img', ['info', '--output=json', '--image-opts', VPC_OPTS(join(dir, 'disk.vhd'))])).stdout) as { format: string; 'virtual-size': number }
+  t.match(info, { format: 'vpc', 'virtual-size': SIZE })
+  await run('qemu-img', ['convert', '--image-opts', VPC_OPTS(join(dir, 'disk.vhd')), '-O', 'raw', join(dir, 'disk.raw')])
+  t.ok(readFileSync(join(dir, 'disk.raw')).equals(bytes), 'qemu-img reads back the same bytes')
+
+  // A VHD import lands byte for byte too.
+  const again = await scratchVdi(xapi, session)
+  const vhdTask = await xapi.call<string>('task.create', [session, 'vhd upload', ''])
+  await (await fetch(`${xapi.url}/import_raw_vdi?session_id=${session}&task_id=${vhdTask}&vdi=${again}&format=vhd`, { method: 'PUT', body: readFileSync(join(dir, 'disk.vhd')) })).arrayBuffer()
+  t.match(await taskOutcome(xapi, session, vhdTask), { status: 'success' })
+  const back = await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${again}`)
+  t.ok(Buffer.from(await back.arrayBuffer()).equals(bytes))
+})
+
+t.test('bad transfers are refused or fail their task, and leave the disk as it was', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const vdi = await scratchVdi(xapi, session)
+  const url = (path: string, query: string) => `${xapi.url}${path}?${query}`
+
+  const noSession = await fetch(url('/export_raw_vdi', `vdi=${vdi}`))
+  t.equal(noSession.status, 401)
+  const task = await xapi.call<string>('task.create', [session, 'bad', ''])
+  const badSession = await fetch(url('/export_raw_vdi', `session_id=OpaqueRef:nope&task_id=${task}&vdi=${vdi}`))
+  t.equal(badSession.status, 401)
+  t.match(await taskOutcome(xapi, session, task), { status: 'failure', error_info: ['SESSION_INVALID', 'OpaqueRef:nope'] })
+  t.equal((await fetch(url('/export_raw_vdi', `session_id=${session}&vdi=OpaqueRef:nope`))).status, 404)
+  t.equal((await fetch(url('/export_raw_vdi', `session_id=${session}&vdi=${vdi}&format=qcow2`))).status, 400)
+  t.equal((await fetch(url('/export_raw_vdi', `session_id=${session}&vdi=${vdi}&base=${vdi}&format=raw`))).status, 400)
+  t.equal((await fetch(url('/export_raw_vdi', `session_id=${session}`))).status, 400)
+
+  const before = Buffer.from(await (await fetch(url('/export_raw_vdi', `session_id=${session}&vdi=${vdi}`))).arrayBuffer())
+  const short = await xapi.call<string>('task.create', [session, 'short', ''])
+  const put = await fetch(url('/import_raw_vdi', `session_id=${session}&task_id=${short}&vdi=${vdi}&format=raw`), { method: 'PUT', body: randomBytes(MiB) })
+  t.equal(put.status, 200, 'an import answers 200 at once, as XAPI does: the task tells')
+  await put.arrayBuffer().catch(() => undefined)
+  t.match(await taskOutcome(xapi, session, short), { status: 'failure', error_info: ['VDI_IO_ERROR'] })
+  const garbage = await xapi.call<string>('task.create', [session, 'garbage', ''])
+  await (await fetch(url('/import_raw_vdi', `session_id=${session}&task_id=${garbage}&vdi=${vdi}&format=vhd`), { method: 'PUT', body: randomBytes(MiB) })).arrayBuffer().catch(() => undefined)
+  t.match(await taskOutcome(xapi, session, garbage), { status: 'failure', error_info: ['VDI_IO_ERROR'] })
+  const after = Buffer.from(await (await fetch(url('/export_raw_vdi', `session_id=${session}&vdi=${vdi}`))).arrayBuffer())
+  t.ok(after.equals(before), 'the refused imports changed nothing')
+  t.equal((await fetch(url('/import_raw_vdi', `vdi=${vdi}`), { method: 'PUT', body: 'x' })).status, 401)
+})
+
+t.test('GET /export sends an XVA that tar reads, and PUT /import makes a new VM of it', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const vms = await xapi.call<Records>('VM.get_all_records', [session])
+  const [ref, vm] = Object.entries(vms).find(([, r]) => r['power_state'] === 'Halted' && r['is_a_template'] === false && (r['VBDs'] as string[]).length > 0) ?? []
+  if (ref === undefined || vm === undefined) throw new Error('a halted VM with disks')
+  const dir = mkdtempSync(join(tmpdir(), 'keel-xapi-xva-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const task = await xapi.call<string>('task.create', [session, 'export', ''])
+  const response = await fetch(`${xapi.url}/export?session_id=${session}&task_id=${task}&ref=${ref}`)
+  t.equal(response.status, 200)
+  t.equal(response.headers.get('content-length'), null)
+  const xva = Buffer.from(await response.arrayBuffer())
+  writeFileSync(join(dir, 'vm.xva'), xva)
+  t.match(await taskOutcome(xapi, session, task), { status: 'success' })
+  const listing = (await promisify(execFile)('tar', ['-tf', join(dir, 'vm.xva')])).stdout.split('\n')
+  t.equal(listing[0], 'ova.xml', 'tar lists ova.xml first')
+
+  const importTask = await xapi.call<string>('task.create', [session, 'import', ''])
+  const put = await fetch(`${xapi.url}/import?session_id=${session}&task_id=${importTask}`, { method: 'PUT', body: xva })
+  t.equal(put.status, 200)
+  await put.arrayBuffer()
+  const done = await taskOutcome(xapi, session, importTask)
+  t.match(done, { status: 'success', result: /^<value><array><data><value>OpaqueRef:[^<]+<\/value><\/data><\/array><\/value>$/ })
+  const imported = /OpaqueRef:[^<]+/.exec(String(done['result']))?.[0] ?? ''
+  t.match(await xapi.call('VM.get_record', [session, imported]), { name_label: vm['name_label'], power_state: 'Halted' })
+  t.equal((await xapi.call<string[]>('VM.get_VBDs', [session, imported])).length, (vm['VBDs'] as string[]).length)
+
+  const running = Object.entries(vms).find(([, r]) => r['power_state'] === 'Running' && r['is_control_domain'] === false)?.[0]
+  const refused = await fetch(`${xapi.url}/export?session_id=${session}&ref=${running}`)
+  t.equal(refused.status, 500)
+  t.match(await refused.text(), /VM_BAD_POWER_STATE/)
+  t.equal((await fetch(`${xapi.url}/export?session_id=${session}&ref=${ref}&use_compression=lzma`)).status, 400)
+  const garbage = await xapi.call<string>('task.create', [session, 'garbage', ''])
+  const before = (await xapi.call<string[]>('VM.get_all', [session])).length
+  await (await fetch(`${xapi.url}/import?session_id=${session}&task_id=${garbage}`, { method: 'PUT', body: randomBytes(64 * 1024) })).arrayBuffer().catch(() => undefined)
+  t.match(await taskOutcome(xapi, session, garbage), { status: 'failure' })
+  t.equal((await xapi.call<string[]>('VM.get_all', [session])).length, before, 'a broken XVA makes no VM')
+})
