@@ -6,6 +6,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { packageRoot } from '../../src/paths.js'
 
+// Each test starts its own keel processes in its own folder, so they run side by side: the file
+// takes as long as its slowest test, not their sum.
+t.jobs = 5
+
 const cli = join(packageRoot, 'dist/src/cli/main.js')
 
 interface Run {
