@@ -56,7 +56,8 @@ t.test('event streams deliver only what the user may read, judged at each event'
   )
 
   // Taking the role away applies to the open stream at the next event. A second role lets a
-  // marker through after the change that must not be: once the marker is in, so would it be.
+  // marker through after the change that must not be: events come in order, so once the marker
+  // is in, that change would be too.
   const markers = await server.json<{ id: string }>('/rest/v0/acl-roles', jsonBody({ name: 'sse markers' }))
   await server.json('/rest/v0/acl-privileges', jsonBody({ roleId: markers.body.id, resource: 'vm', action: 'read', effect: 'allow', selector: 'name_label:zqmarker' }))
   await server.request(`/rest/v0/acl-roles/${markers.body.id}/users/${user.id}`, { method: 'PUT' })

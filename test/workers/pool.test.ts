@@ -107,7 +107,8 @@ t.test('an idle worker ends after idleMs, and the next stream starts another', a
   const heldBytes = randomBytes(1024)
   const held = short.transform('zstd-decompress')
   held.write(zstdOf(heldBytes))
-  // A second worker, started and left idle after the first took its stream, retires first.
+  // A second worker starts while the first holds a stream, and retires once idle for idleMs:
+  // by then a retirement the first had been given would have come too.
   t.equal((await unzstd(short, hello)).toString(), 'hello')
   t.equal(short.threads, 2, 'a second worker while the first holds a stream')
   await until(() => short.threads === 1)
