@@ -8,6 +8,7 @@ import { collect, patternBlock, rawOf, run, tempDir, testDisk } from '../helpers
 import { demoIds, type DemoIds } from '../helpers/demo-lab.js'
 import { request } from 'node:http'
 import { basic, jsonBody, startServer, ADMIN_EMAIL, ADMIN_PASSWORD, type TestServer } from '../helpers/server.js'
+import { followTasks } from '../helpers/tasks.js'
 
 const ADMIN = basic(ADMIN_EMAIL, ADMIN_PASSWORD)
 
@@ -286,9 +287,11 @@ print(hashlib.sha256(child.read_buffer_at_offset(child.get_media_size(), 0)).hex
     const truncated = await server.json<{ code: string }>(`/rest/v0/pools/${demo.pool}/vms`, { method: 'POST', body: xva.subarray(0, xva.length - 5000) })
     t.equal(truncated.status, 422, 'a truncated archive')
     t.equal(truncated.body.code, 'INVALID_DISK_STREAM')
+    const tasks = await followTasks(server)
+    t.teardown(() => tasks.close())
     await t.rejects(upload(server, `/rest/v0/pools/${demo.pool}/vms`, xva, Math.floor(xva.length / 2)), 'a client that goes away mid-archive')
     await t.rejects(upload(server, `/rest/v0/srs/${demo.defaultSr}/vdis?raw=true`, rawOf(content), 10 * MiB), 'and mid-disk')
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await tasks.ended(2)
     const ova = Buffer.alloc(1024)
     ova.write('vm.ovf', 0)
     ova.write('ustar', 257)

@@ -9,6 +9,7 @@ import { BLOCK_SIZE, blockCount, zeros } from '../../src/formats/blocks.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
 import { collect, patternBlock, run, tempDir, testDisk, type TestDisk } from '../helpers/disks.js'
 import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { followTasks } from '../helpers/tasks.js'
 
 interface Vdi {
   readonly id: string
@@ -179,8 +180,10 @@ t.test('disk export and import', async (t) => {
 
   t.test('a client that disconnects mid-upload changes nothing', async (t) => {
     const before = await vhdExport(server, vdi)
+    const tasks = await followTasks(server)
+    t.teardown(() => tasks.close())
     await t.rejects(putStream(server, `/rest/v0/vdis/${vdi.id}.raw`, rawChunks(disk), 20 * BLOCK_SIZE))
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await tasks.ended(1)
     t.ok((await vhdExport(server, vdi)).equals(before))
     t.same(temporaryFiles(server, vdi), [])
   })

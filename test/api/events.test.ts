@@ -130,7 +130,6 @@ t.test('resume with Last-Event-ID', async (t) => {
   first.stream.close()
   await rename(server, demo.haltedVm, 'missed-1')
   await rename(server, demo.runningVm, 'missed-2')
-  await new Promise((resolve) => setTimeout(resolve, 50))
 
   t.test('within the window: what was missed, in order', async (t) => {
     const again = await open(server, { ...admin, 'last-event-id': lastId })
@@ -248,9 +247,9 @@ t.test('revoked or expired credentials close the stream; shutdown ends streams c
 
   const still = await open(server)
   const stillWatch = await openStream(`${server.url}/rest/v0/tasks?ndjson=true&watch=true`, admin)
-  const started = Date.now()
+  // Neither client ever hangs up: a close that waited for its open streams would never resolve.
   await server.close()
-  t.ok(Date.now() - started < 2000, 'close does not wait for open streams')
-  t.equal(await still.stream.ended, 'end')
-  t.equal(await stillWatch.ended, 'end')
+  t.pass('close does not wait for open streams')
+  t.equal(await still.stream.ended, 'end', 'the event stream then ends cleanly')
+  t.equal(await stillWatch.ended, 'end', 'and so does the watch')
 })

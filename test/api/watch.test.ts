@@ -1,4 +1,5 @@
 import t from 'tap'
+import { EventEmitter, once } from 'node:events'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 import { demoIds } from '../helpers/demo-lab.js'
 import { openLines } from '../helpers/streams.js'
@@ -55,9 +56,12 @@ t.test('watch', async (t) => {
     await rename(server, demo.haltedVm, 'watched-in')
     await rename(server, demo.haltedVm, 'watched-out')
     await rename(server, demo.haltedVm, 'still-out')
-    t.same(await lines.until(2), [['update', { name_label: 'watched-in', href }], ['remove', { href }]])
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    t.equal(lines.values.length, 2, 'changes outside the filter are not mentioned')
+    await rename(server, demo.haltedVm, 'watched-in')
+    t.same(
+      await lines.until(3),
+      [['update', { name_label: 'watched-in', href }], ['remove', { href }], ['update', { name_label: 'watched-in', href }]],
+      'changes outside the filter are not mentioned before the next one inside it',
+    )
   })
 
   t.test('tasks can be watched', async (t) => {
@@ -81,7 +85,6 @@ t.test('watch', async (t) => {
     t.type(line?.[2], 'number')
     first.close()
     await rename(server, demo.haltedVm, 'missed')
-    await new Promise((resolve) => setTimeout(resolve, 50))
     const again = await watch(server, `/rest/v0/vms?ndjson=true&watch=true&fields=name_label&since=${line?.[2]}`)
     t.teardown(() => again.close())
     const [missed] = (await again.until(1)) as Array<[string, Obj, number]>
@@ -102,24 +105,29 @@ t.test('the documented recipe (watch, then list, then apply) loses nothing under
   const vms = (await server.json<Array<{ id: string }>>('/rest/v0/vms?fields=id')).body.map((vm) => vm.id)
   let round = 0
   let running = true
+  // Each round's renames are sent together; the next round starts once they are answered.
+  const rounds = new EventEmitter()
   const churn = (async () => {
     while (running) {
       round++
       await Promise.all(vms.map((vm, index) => rename(server, vm, (round + index) % 3 === 0 ? `other-${round}` : `r-${round}-${index}`)))
+      rounds.emit('done')
     }
   })()
-  await new Promise((resolve) => setTimeout(resolve, 30))
+  const roundsLater = async (count: number): Promise<void> => {
+    for (let i = 0; i < count; i++) await once(rounds, 'done')
+  }
+  await roundsLater(1)
 
   const lines = await watch(server, `/rest/v0/vms?ndjson=true&watch=true&${query}`)
   t.teardown(() => lines.close())
   const listing = (await server.json<Array<Obj & { href: string }>>(`/rest/v0/vms?${query}`)).body
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  await roundsLater(2)
   running = false
   await churn
   const marker = vms[0] as string
   await rename(server, marker, 'r-final-marker')
-  await lines.until(1)
-  for (let i = 0; i < 100 && !JSON.stringify(lines.values.at(-1)).includes('r-final-marker'); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  while (!JSON.stringify(lines.values.at(-1)).includes('r-final-marker')) await lines.until(lines.values.length + 1)
 
   const copy = new Map<string, Obj>(listing.map((vm) => [vm.href, vm]))
   for (const value of lines.values) {

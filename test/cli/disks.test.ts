@@ -11,6 +11,9 @@ import { collect, tempDir, testDisk, type TestDisk } from '../helpers/disks.js'
 import { keel } from '../helpers/cli.js'
 import { jsonBody, startServer } from '../helpers/server.js'
 
+// The two tests share nothing (each has its own server and folder), so they run side by side.
+t.jobs = 2
+
 async function* rawChunks(disk: TestDisk): AsyncGenerator<Buffer> {
   for (let index = 0; index < blockCount(disk.size); index++) {
     yield (disk.data.get(index) ?? zeros()).subarray(0, Math.min(BLOCK_SIZE, disk.size - index * BLOCK_SIZE))

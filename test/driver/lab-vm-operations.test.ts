@@ -185,8 +185,11 @@ t.test('an aborted operation leaves the state it found', async (t) => {
   const { driver, changes } = await openLab(t, { stepDelay: 20 })
   const staging = named(driver, 'VM', 'staging-app')
   const ctx = context()
-  const started = act(driver, staging, 'start', {}, ctx)
-  setTimeout(() => ctx.controller.abort(), 30)
+  // Aborted at its first progress report: part-way, however slowly its steps run.
+  const started = act(driver, staging, 'start', {}, { ...ctx, progress: (percent) => {
+    ctx.progress(percent)
+    ctx.controller.abort()
+  } })
   const error = await failure(started)
   t.equal(error.code, 'ABORTED')
   t.ok(ctx.reported.length > 0 && (ctx.reported.at(-1) ?? 100) < 100, 'stopped part-way')

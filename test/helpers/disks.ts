@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { BLOCK_SIZE, type DiskBlock } from '../../src/formats/blocks.js'
 import { KeelError } from '../../src/errors.js'
+import { missingTool } from './tools.js'
 
 /** A recognizable, deterministic 2 MiB block: every 4-byte word holds seed and position. */
 export function patternBlock(seed: number): Buffer {
@@ -60,9 +61,13 @@ export function tempDir(): { path: string; cleanup: () => void } {
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) }
 }
 
+/** Runs an outside tool to completion; throws naming the tool and its Debian package when it is not installed. */
 export function run(command: string, args: string[], input?: Buffer): { status: number | null; stdout: Buffer; stderr: string } {
   const result = spawnSync(command, args, { input, maxBuffer: 256 * 1024 * 1024 })
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr?.toString() ?? '' }
+  const outcome = { status: result.status, stdout: result.stdout, stderr: result.stderr?.toString() ?? '' }
+  const missing = missingTool(command, { ...outcome, ...(result.error === undefined ? {} : { error: result.error }) })
+  if (missing !== undefined) throw missing
+  return outcome
 }
 
 /** The INVALID_DISK_STREAM KeelError a promise rejects with. */

@@ -3,6 +3,12 @@ import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream } from 'node:stream/web'
 import ndjson from 'ndjson'
 
+/**
+ * How long a wait gives up with what was received so far: a hang detector with a readable message,
+ * not a bound on delivery, so it is long enough for a busy shared machine.
+ */
+const WAIT = 30_000
+
 /** A long-lived response read as it comes, raw bytes kept for byte-exact checks. */
 export interface OpenStream {
   readonly response: IncomingMessage
@@ -31,7 +37,7 @@ export function openStream(url: string, headers: Record<string, string>): Promis
       resolve({
         response,
         text: () => text,
-        until: (predicate, timeout = 5000) =>
+        until: (predicate, timeout = WAIT) =>
           new Promise((done, fail) => {
             const check = (): void => {
               if (!predicate(text)) return
@@ -75,7 +81,7 @@ export function openLines(url: string, headers: Record<string, string>): Promise
       resolve({
         values,
         response,
-        until: (count, timeout = 5000) =>
+        until: (count, timeout = WAIT) =>
           new Promise((done, fail) => {
             const check = (): void => {
               if (values.length < count) return

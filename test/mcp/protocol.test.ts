@@ -19,7 +19,8 @@ async function exchange(env: Record<string, string>, messages: unknown[], expect
   let stdout = ''
   child.stderr.resume()
   const done = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out; stdout so far: ${stdout}`)), 20_000)
+    // A hang detector with what was printed: a node child can take tens of seconds to start on a busy machine.
+    const timer = setTimeout(() => reject(new Error(`timed out; stdout so far: ${stdout}`)), 90_000)
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString()
       if (stdout.split('\n').filter((line) => line !== '').length >= expectedReplies) {

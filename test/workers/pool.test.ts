@@ -15,6 +15,11 @@ function mixed(blocks: number): Buffer[] {
   return Array.from({ length: blocks }, (_, i) => (i % 2 === 0 ? randomBytes(MiB) : Buffer.alloc(MiB)))
 }
 
+/** Resolves once `condition` holds, checked every few milliseconds. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5))
+}
+
 /** `zstd -1` of some bytes, as the CLI writes it. */
 const zstdOf = (data: Buffer): Buffer => run('zstd', ['-1', '-q', '-c', '-'], data).stdout
 
@@ -61,7 +66,9 @@ t.test('backpressure: a stalled reader stops the writer after a bounded number o
     },
   })
   source.pipe(stream)
-  await new Promise((resolve) => setTimeout(resolve, 1500))
+  // Stalled: the worker filled its output window and stopped, so the writes wait and the pipe paused the source.
+  await until(() => stream.readableLength >= 4 * MiB && stream.writableNeedDrain && source.readableFlowing === false)
+  t.ok(stream.readableLength <= 5 * MiB, `the output held is the window and one frame at most (${stream.readableLength} bytes)`)
   t.ok(produced < 40, `only ${produced} MiB were read from the source while nobody consumed the output`)
   let consumed = 0
   await pipeline(
@@ -97,13 +104,18 @@ t.test('an idle worker ends after idleMs, and the next stream starts another', a
   const hello = zstdOf(Buffer.from('hello'))
   t.equal((await unzstd(short, hello)).toString(), 'hello')
   t.equal(short.threads, 1, 'one worker while in use')
+  const heldBytes = randomBytes(1024)
   const held = short.transform('zstd-decompress')
-  held.write(zstdOf(randomBytes(1024)))
-  await new Promise((resolve) => setTimeout(resolve, 150))
-  t.equal(short.threads, 1, 'a worker with a stream open stays, however long it waits')
-  held.destroy()
-  await new Promise((resolve) => setTimeout(resolve, 150))
-  t.equal(short.threads, 0, 'gone once idle for idleMs')
+  held.write(zstdOf(heldBytes))
+  // A second worker starts while the first holds a stream, and retires once idle for idleMs:
+  // by then a retirement the first had been given would have come too.
+  t.equal((await unzstd(short, hello)).toString(), 'hello')
+  t.equal(short.threads, 2, 'a second worker while the first holds a stream')
+  await until(() => short.threads === 1)
+  held.end()
+  t.ok((await collect(held)).equals(heldBytes), 'a worker with a stream open stays, however long it waits')
+  await until(() => short.threads === 0)
+  t.pass('gone once idle for idleMs')
   t.equal((await unzstd(short, hello)).toString(), 'hello', 'a new worker answers')
   t.equal(short.threads, 1)
 })
