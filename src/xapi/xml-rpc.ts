@@ -45,10 +45,11 @@ function encodeValue(value: XmlRpcValue): string {
   if (typeof value === 'boolean') return `<value><boolean>${value ? 1 : 0}</boolean></value>`
   if (value instanceof XmlRpcDouble) return `<value><double>${value.value}</double></value>`
   if (value instanceof Date) return `<value><dateTime.iso8601>${xapiDateTime(value)}</dateTime.iso8601></value>`
-  if (isArray(value)) return `<value><array><data>${value.map(encodeValue).join('')}</data></array></value>`
+  // Empty containers self-closed, as XVA files written before this encoder have them, byte for byte.
+  if (isArray(value)) return value.length === 0 ? '<value><array><data/></array></value>' : `<value><array><data>${value.map(encodeValue).join('')}</data></array></value>`
   let members = ''
   for (const [key, member] of Object.entries(value)) members += `<member><name>${escapeText(key)}</name>${encodeValue(member)}</member>`
-  return `<value><struct>${members}</struct></value>`
+  return members === '' ? '<value><struct/></value>' : `<value><struct>${members}</struct></value>`
 }
 
 const isArray = (value: XmlRpcValue): value is XmlRpcValue[] => Array.isArray(value)

@@ -1,13 +1,12 @@
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { backupSnapshotMarks } from '../../src/backups/snapshot-marks.js'
 import type { OperationContext, XoRecord } from '../../src/driver/types.js'
 import { INSTALLATION_MARK } from '../../src/installation.js'
 import { taskId } from '../../src/tasks/record.js'
 import { demoIds } from '../helpers/demo-lab.js'
-import { tempDir } from '../helpers/disks.js'
 import { jsonBody, startServer, type StartOptions, type TestServer } from '../helpers/server.js'
 
 // Issue 26: a start-up sweep touches only what this installation owns. A pool
@@ -36,7 +35,10 @@ async function restart(t: Test, server: TestServer, options: StartOptions = {}):
 
 t.test('issue 26: a backup snapshot that is not this installation\'s survives restarts; its own orphan does not', async (t) => {
   const first = await startServer()
-  t.teardown(() => rmSync(first.dataDir, { recursive: true, force: true }))
+  t.teardown(async () => {
+    await first.close({ keepData: true })
+    rmSync(first.dataDir, { recursive: true, force: true })
+  })
   const demo = await demoIds(first)
   const { driver } = first.app
   const vm = driver.getObject(demo.haltedVm) as XoRecord
@@ -70,10 +72,14 @@ t.test('issue 26: a backup snapshot that is not this installation\'s survives re
 
 t.test('issue 26: a run marks its snapshot; a delta base survives the restart, and a client cannot forge the mark', async (t) => {
   const first = await startServer()
-  t.teardown(() => rmSync(first.dataDir, { recursive: true, force: true }))
+  t.teardown(async () => {
+    await first.close({ keepData: true })
+    rmSync(first.dataDir, { recursive: true, force: true })
+  })
   const demo = await demoIds(first)
-  const folder = tempDir()
-  t.teardown(folder.cleanup)
+  // in the server's default repository root, removed with its data directory
+  const folder = { path: join(first.dataDir, 'backups', 'local') }
+  mkdirSync(folder.path)
   const vm = await created(first, `/rest/v0/pools/${demo.pool}/actions/create_vm?sync=true`, {
     name_label: 'marked',
     template: demo.template,
@@ -101,7 +107,10 @@ t.test('issue 26: a run marks its snapshot; a delta base survives the restart, a
 
 t.test('issue 26: a restart interrupts its own tasks and runs, and leaves another installation\'s as they are', async (t) => {
   const first = await startServer({ config: { tasks: { keep: 1 }, lab: { stepDelay: 1000 } } })
-  t.teardown(() => rmSync(first.dataDir, { recursive: true, force: true }))
+  t.teardown(async () => {
+    await first.close({ keepData: true })
+    rmSync(first.dataDir, { recursive: true, force: true })
+  })
   const demo = await demoIds(first)
   const { db, installationId } = first.app
   const other = randomUUID()
@@ -120,8 +129,9 @@ t.test('issue 26: a restart interrupts its own tasks and runs, and leaves anothe
   // a row written before installations were recorded: this data directory's
   const legacyTask = insertedTask('pending', null)
 
-  const folder = tempDir()
-  t.teardown(folder.cleanup)
+  // in the server's default repository root, removed with its data directory
+  const folder = { path: join(first.dataDir, 'backups', 'local') }
+  mkdirSync(folder.path)
   const repository = await created(first, '/rest/v0/backup-repositories', { name: 'local', url: `file://${folder.path}` })
   // ours, ours from before installations were recorded, theirs
   const owners = [installationId, null, other]
@@ -172,7 +182,10 @@ t.test('issue 26: the installation id is made once; a damaged one stops the star
   t.equal(readFileSync(file, 'utf8'), `${first.app.installationId}\n`)
   t.match(first.app.installationId, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
   await first.close({ keepData: true })
-  t.teardown(() => rmSync(first.dataDir, { recursive: true, force: true }))
+  t.teardown(async () => {
+    await first.close({ keepData: true })
+    rmSync(first.dataDir, { recursive: true, force: true })
+  })
   writeFileSync(file, 'not an id\n')
   await t.rejects(startServer({ dataDir: first.dataDir }), { message: /installation-id does not hold an installation id/ })
   t.equal(readFileSync(file, 'utf8'), 'not an id\n', 'the file is left for the operator')

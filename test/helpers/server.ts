@@ -90,6 +90,8 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     }
     return fetch(url + path, { redirect: 'manual', ...rest, headers })
   }
+  // A test closes its server itself; a teardown closing it again (after a failure midway) waits for the same close.
+  let closing: Promise<void> | undefined
   return {
     url,
     app,
@@ -102,7 +104,8 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
       return { status: response.status, body: (text === '' ? undefined : JSON.parse(text)) as T, response }
     },
     async close(closeOptions = {}) {
-      await app.close()
+      closing ??= app.close()
+      await closing
       if (closeOptions.keepData !== true && options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true })
     },
   }
