@@ -1,27 +1,13 @@
 import t from 'tap'
-import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { tempDir } from '../helpers/disks.js'
+import { rootLayout } from '../helpers/repository-roots.js'
 import { demoIds } from '../helpers/demo-lab.js'
 import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
 // Issue 26: a role copied from "Storage administrator" could make Keel write anywhere through a repository's url.
 
 type Obj = Record<string, unknown>
-
-/** A base folder holding the root repositories may use, a folder beside it, and links in the root to each. */
-function folders(t: { teardown: (fn: () => void) => void }): { base: string; root: string; outside: string } {
-  const folder = tempDir()
-  t.teardown(folder.cleanup)
-  const base = realpathSync(folder.path)
-  const root = join(base, 'root')
-  const outside = join(base, 'outside')
-  mkdirSync(join(root, 'real'), { recursive: true })
-  mkdirSync(outside)
-  symlinkSync(outside, join(root, 'escape'))
-  symlinkSync(join(root, 'real'), join(root, 'link'))
-  return { base, root, outside }
-}
 
 /** A user holding a copy of the "Storage administrator" template (which grants `backup-repository:*`). */
 async function storageAdministrator(server: TestServer): Promise<string> {
@@ -38,7 +24,7 @@ async function storageAdministrator(server: TestServer): Promise<string> {
 const listing = async (server: TestServer): Promise<unknown> => (await server.json('/rest/v0/backup-repositories?fields=id,name,url,error')).body
 
 t.test('repository urls outside the roots are refused for administrators and storage administrators alike', async (t) => {
-  const { root, outside } = folders(t)
+  const { root, outside } = rootLayout(t)
   const server = await startServer({ config: { backups: { repositoryRoots: [root] } } })
   t.teardown(() => server.close())
   const callers: Array<[string, string | undefined]> = [
@@ -63,7 +49,7 @@ t.test('repository urls outside the roots are refused for administrators and sto
 
   t.test('inside the root, directly or through a link that stays in it, is accepted; PATCH of url is held to the same', async (t) => {
     for (const [i, [who, auth]] of callers.entries()) {
-      const url = `file://${root}/${i === 0 ? 'real' : 'link'}`
+      const url = `file://${root}/${i === 0 ? 'real' : 'alias'}`
       const created = await server.json<{ id: string }>('/rest/v0/backup-repositories', { ...jsonBody({ name: `inside ${i}`, url }), auth })
       t.equal(created.status, 201, `${who}: ${JSON.stringify(created.body)}`)
       const path = `/rest/v0/backup-repositories/${created.body.id}`
@@ -83,7 +69,7 @@ t.test('repository urls outside the roots are refused for administrators and sto
 })
 
 t.test('a link swapped to point out of the root after creation: the run, the benchmark and the health check refuse, nothing is written outside', async (t) => {
-  const { root, outside } = folders(t)
+  const { root, outside } = rootLayout(t)
   const server = await startServer({ config: { backups: { repositoryRoots: [root] } } })
   t.teardown(() => server.close())
   const demo = await demoIds(server)
@@ -115,7 +101,7 @@ t.test('a link swapped to point out of the root after creation: the run, the ben
 })
 
 t.test('a repository stored before the roots were narrowed is shown with an error, not written to, not cleaned, and the service starts', async (t) => {
-  const { base, root } = folders(t)
+  const { base, root } = rootLayout(t)
   const old = join(base, 'old')
   const vmFolder = join(old, 'xo-vm-backups', '0d6c1b9e-7a1f-4c3e-9b2d-5f4e3a2b1c0d')
   mkdirSync(vmFolder, { recursive: true })

@@ -1,23 +1,8 @@
 import t from 'tap'
-import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs'
+import { symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { rootLayout } from '../helpers/repository-roots.js'
 import { confineRepository, repositoryPath } from '../../src/backups/confine.js'
-import { tempDir } from '../helpers/disks.js'
-
-/** A base folder with a root, a folder beside it, and links inside the root to both. */
-function layout(t: { teardown: (fn: () => void) => void }): { base: string; root: string; outside: string } {
-  const folder = tempDir()
-  t.teardown(folder.cleanup)
-  const base = realpathSync(folder.path)
-  const root = join(base, 'root')
-  const outside = join(base, 'outside')
-  mkdirSync(join(root, 'real'), { recursive: true })
-  mkdirSync(outside)
-  symlinkSync(outside, join(root, 'escape'))
-  symlinkSync(join(root, 'real'), join(root, 'alias'))
-  symlinkSync(join(base, 'nowhere'), join(root, 'dangling'))
-  return { base, root, outside }
-}
 
 t.test('repository URLs: dot segments, plain or percent-encoded, are folded before anything else', async (t) => {
   for (const url of ['file:///srv/backups/../etc', 'file:///srv/backups/%2e%2e/etc', 'file:///srv/backups/%2E%2e/etc', 'file:///srv/backups/.%2e/etc', 'file:///srv/backups/x/../../etc']) {
@@ -28,7 +13,7 @@ t.test('repository URLs: dot segments, plain or percent-encoded, are folded befo
 })
 
 t.test('a repository inside a root is accepted as its real folder', async (t) => {
-  const { root } = layout(t)
+  const { root } = rootLayout(t)
   t.equal(await confineRepository(`file://${root}`, [root]), root, 'the root itself')
   t.equal(await confineRepository(`file://${root}/real`, [root]), join(root, 'real'))
   t.equal(await confineRepository(`file://${root}/not-yet/deeper`, [root]), join(root, 'not-yet', 'deeper'), 'a folder not made yet')
@@ -39,7 +24,7 @@ t.test('a repository inside a root is accepted as its real folder', async (t) =>
 })
 
 t.test('anything that resolves outside every root is refused with the code, the URL and the count of roots', async (t) => {
-  const { base, root, outside } = layout(t)
+  const { base, root, outside } = rootLayout(t)
   const bad = [
     `file://${root}/../outside`,
     `file://${root}/%2e%2e/outside`,
@@ -58,7 +43,7 @@ t.test('anything that resolves outside every root is refused with the code, the 
 })
 
 t.test('roots are resolved through links too', async (t) => {
-  const { base, root } = layout(t)
+  const { base, root } = rootLayout(t)
   symlinkSync(root, join(base, 'root-link'))
   t.equal(await confineRepository(`file://${base}/root-link/real`, [root]), join(root, 'real'), 'a repository named through a link to the root')
   t.equal(await confineRepository(`file://${root}/real`, [join(base, 'root-link')]), join(root, 'real'), 'a root named through a link')

@@ -1,8 +1,7 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
-import { startSimulator } from '../helpers/xapi-simulator.js'
-import { PASSWORD } from '../helpers/xapi-simulator.js'
+import { PASSWORD, startSimulator } from '../helpers/xapi-simulator.js'
 
 /** The parts of the reference's client (npm `xen-api`, which ships no types) this test uses. */
 interface XapiObject {
@@ -34,6 +33,15 @@ interface XenApiModule {
 // A name in a variable: the package has no type declarations to resolve.
 const XEN_API = 'xen-api'
 
+/** The reference's client connected to `url`, disconnected when the test ends. */
+async function connectedClient(t: { teardown: (fn: () => unknown) => void }, url: string): Promise<XenApiClient> {
+  const { createClient } = (await import(XEN_API)) as XenApiModule
+  const client = createClient({ url, auth: { user: 'root', password: PASSWORD }, allowUnauthorized: true })
+  t.teardown(() => client.disconnect())
+  await client.connect()
+  return client
+}
+
 /** Resolves once `test` holds for the client's cache, checked after each change it applies. */
 function cacheReaches(client: XenApiClient, test: () => boolean): Promise<void> {
   return new Promise((resolve) => {
@@ -50,11 +58,8 @@ function cacheReaches(client: XenApiClient, test: () => boolean): Promise<void> 
 }
 
 t.test('the reference client (npm xen-api) connects, fills its cache, follows event.from and runs callAsync', async (t) => {
-  const { createClient } = (await import(XEN_API)) as XenApiModule
   const xapi = await startSimulator(t)
-  const client = createClient({ url: xapi.url, auth: { user: 'root', password: PASSWORD }, allowUnauthorized: true })
-  t.teardown(() => client.disconnect())
-  await client.connect()
+  const client = await connectedClient(t, xapi.url)
   await client.objectsFetched
 
   const session = await xapi.login('second connection')
@@ -88,21 +93,14 @@ t.test('the reference client (npm xen-api) connects, fills its cache, follows ev
 })
 
 t.test('the reference client sent to a pool member follows HOST_IS_SLAVE to the master', async (t) => {
-  const { createClient } = (await import(XEN_API)) as XenApiModule
   const xapi = await startSimulator(t)
-  const member = xapi.url.replace('127.0.0.1', '127.0.0.2')
-  const client = createClient({ url: member, auth: { user: 'root', password: PASSWORD }, allowUnauthorized: true })
-  t.teardown(() => client.disconnect())
-  await client.connect()
+  const client = await connectedClient(t, xapi.url.replace('127.0.0.1', '127.0.0.2'))
   t.match(await client.call('pool.get_all'), [/^OpaqueRef:/], 'connected, through the master')
 })
 
 t.test('the reference client uploads and downloads a VDI through putResource and getResource', async (t) => {
-  const { createClient } = (await import(XEN_API)) as XenApiModule
   const xapi = await startSimulator(t)
-  const client = createClient({ url: xapi.url, auth: { user: 'root', password: PASSWORD }, allowUnauthorized: true })
-  t.teardown(() => client.disconnect())
-  await client.connect()
+  const client = await connectedClient(t, xapi.url)
   await client.objectsFetched
   const session = await xapi.login('second connection')
   const sr = Object.entries(await xapi.call<Record<string, Record<string, unknown>>>('SR.get_all_records', [session])).find(([, r]) => r['shared'] === true && r['content_type'] === 'user')?.[0]
