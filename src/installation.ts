@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { isUuid } from './uuid.js'
 
 /**
  * The `other_config` key that marks an object this installation created, its
@@ -11,7 +12,6 @@ import { join } from 'node:path'
 export const INSTALLATION_MARK = 'keel:installation'
 
 const INSTALLATION_FILE = 'installation-id'
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /**
  * This installation's id: a UUID made at the first start and kept in the data
@@ -35,6 +35,6 @@ export function loadInstallationId(dataDir: string): string {
     }
   }
   const id = readFileSync(file, 'utf8').trim()
-  if (!UUID.test(id)) throw new Error(`${file} does not hold an installation id (one lower-case UUID); restore it from a backup of the data directory`)
+  if (!isUuid(id)) throw new Error(`${file} does not hold an installation id (one lower-case UUID); restore it from a backup of the data directory`)
   return id
 }
