@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import parseRangeHeader from 'range-parser'
 import type { DiskAccess, XoRecord } from '../driver/types.js'
 import { KeelError, noSuchObject } from '../errors.js'
 import { exportRaw, exportVhd, exportVhdDelta, type DiskStream } from '../disks/export.js'
@@ -58,22 +59,17 @@ const rangeNotSatisfiable = (res: ServerResponse, size: number, header: string):
   return new KeelError('RANGE_NOT_SATISFIABLE', `range ${header} is outside a disk of ${size} bytes`, { range: header, size })
 }
 
-/** One `bytes=` range (the form resuming downloaders send); several ranges are answered whole, as RFC 9110 allows. */
+/**
+ * One `bytes=` range (the form resuming downloaders send), as range-parser reads it. Several ranges,
+ * another unit or a malformed header are answered whole, as RFC 9110 allows; a range wholly outside
+ * the disk, or a suffix longer than it, is refused.
+ */
 function parseRange(header: string | undefined, size: number, res: ServerResponse): ByteRange | undefined {
   if (header === undefined) return undefined
-  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim())
-  if (match === null) return undefined
-  const [, first = '', last = ''] = match
-  if (first === '' && last === '') return undefined
-  if (first === '') {
-    const suffix = Number(last)
-    if (suffix === 0 || size === 0) throw rangeNotSatisfiable(res, size, header)
-    return { start: Math.max(0, size - suffix), end: size }
-  }
-  const start = Number(first)
-  const end = last === '' ? size : Math.min(size, Number(last) + 1)
-  if (start >= size || end <= start) throw rangeNotSatisfiable(res, size, header)
-  return { start, end }
+  const ranges = parseRangeHeader(size, header)
+  if (ranges === -1) throw rangeNotSatisfiable(res, size, header)
+  const only = ranges !== -2 && ranges.type === 'bytes' && ranges.length === 1 ? ranges[0] : undefined
+  return only === undefined ? undefined : { start: only.start, end: only.end + 1 }
 }
 
 export function declaredLength(req: IncomingMessage): number | undefined {
