@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { diskSize } from '../driver/disk-size.js'
+import parseRangeHeader from 'range-parser'
 import type { DiskAccess, XoRecord } from '../driver/types.js'
 import { visibly, type DriverIndex } from '../driver/visible.js'
 import { KeelError, noSuchObject } from '../errors.js'
@@ -56,22 +57,24 @@ const rangeNotSatisfiable = (res: ServerResponse, size: number, header: string):
   return new KeelError('RANGE_NOT_SATISFIABLE', `range ${header} is outside a disk of ${size} bytes`, { range: header, size })
 }
 
-/** One `bytes=` range (the form resuming downloaders send); several ranges are answered whole, as RFC 9110 allows. */
+const LONG_SUFFIX = /^bytes=-(\d+)$/
+
+/**
+ * One `bytes=` range (the form resuming downloaders send), as range-parser reads it. Several ranges,
+ * another unit or a malformed header are answered whole, as RFC 9110 allows; a range wholly outside
+ * the disk is refused.
+ */
 function parseRange(header: string | undefined, size: number, res: ServerResponse): ByteRange | undefined {
   if (header === undefined) return undefined
-  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim())
-  if (match === null) return undefined
-  const [, first = '', last = ''] = match
-  if (first === '' && last === '') return undefined
-  if (first === '') {
-    const suffix = Number(last)
-    if (suffix === 0 || size === 0) throw rangeNotSatisfiable(res, size, header)
-    return { start: Math.max(0, size - suffix), end: size }
+  const ranges = parseRangeHeader(size, header)
+  if (ranges === -1) {
+    // range-parser refuses a suffix longer than the disk; RFC 9110 §14.1.2 serves the whole disk then, as Keel always has.
+    const suffix = LONG_SUFFIX.exec(header)
+    if (suffix !== null && size > 0 && Number(suffix[1]) > size) return { start: 0, end: size }
+    throw rangeNotSatisfiable(res, size, header)
   }
-  const start = Number(first)
-  const end = last === '' ? size : Math.min(size, Number(last) + 1)
-  if (start >= size || end <= start) throw rangeNotSatisfiable(res, size, header)
-  return { start, end }
+  const only = ranges !== -2 && ranges.type === 'bytes' && ranges.length === 1 ? ranges[0] : undefined
+  return only === undefined ? undefined : { start: only.start, end: only.end + 1 }
 }
 
 export function declaredLength(req: IncomingMessage): number | undefined {

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { parseCookie } from 'cookie'
 import { LRUCache } from 'lru-cache'
 import { KeelError } from '../errors.js'
 import { KeyedLock } from '../keyed-lock.js'
@@ -59,28 +60,6 @@ interface VerifiedLogin {
   readonly passwordHash: string
 }
 
-/** Reads one cookie without a dependency: names are matched exactly, values kept as sent. */
-function readCookie(header: string | undefined, name: string): string | undefined {
-  if (header === undefined) return undefined
-  // Scanned in place: splitting the header into pieces showed in the single-object profile.
-  for (let start = 0; start < header.length; ) {
-    let end = header.indexOf(';', start)
-    if (end === -1) end = header.length
-    const eq = header.indexOf('=', start)
-    if (eq !== -1 && eq < end && header.slice(start, eq).trim() === name) {
-      const value = header.slice(eq + 1, end).trim()
-      if (!value.includes('%')) return value
-      try {
-        return decodeURIComponent(value)
-      } catch {
-        return value
-      }
-    }
-    start = end + 1
-  }
-  return undefined
-}
-
 /**
  * Turns a request's credentials into a Principal. Exactly one form is allowed:
  * the `authenticationToken` cookie (or a Bearer header, for clients that
@@ -125,7 +104,8 @@ export class Authenticator {
     ) {
       return last.principal
     }
-    const cookieToken = readCookie(credentials.cookie, 'authenticationToken') ?? readCookie(credentials.cookie, 'token')
+    const cookies = credentials.cookie === undefined ? undefined : parseCookie(credentials.cookie)
+    const cookieToken = cookies?.['authenticationToken'] ?? cookies?.['token']
     const { authorization } = credentials
     if (cookieToken !== undefined && authorization !== undefined) {
       throw new KeelError(

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http'
+import { parse as parseContentType } from 'content-type'
 import { KeelError } from '../errors.js'
 import { requestBody } from './continue.js'
 
@@ -12,10 +13,11 @@ export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined
 }
 
+/** `application/json` or any `application/*+json`, parameters aside. */
 function isJsonContentType(value: string | undefined): boolean {
   if (value === undefined) return false
-  const mediaType = value.split(';', 1)[0]?.trim().toLowerCase()
-  return mediaType === 'application/json' || (mediaType?.startsWith('application/') === true && mediaType.endsWith('+json'))
+  const { type } = parseContentType(value, { parameters: false })
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
 }
 
 /**

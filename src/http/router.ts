@@ -11,7 +11,8 @@ export interface CompiledRoute {
 
 export interface RouteMatch {
   readonly route: CompiledRoute
-  readonly params: Record<string, string>
+  /** frozen when a connection's repeated request line shares it (connection-routes.ts) */
+  readonly params: Readonly<Record<string, string>>
 }
 
 /** The routes of one method and path whose last segment is `:param.extension`, by extension. */

@@ -158,6 +158,45 @@ t.test('disk export and import', async (t) => {
     t.equal(outside.response.headers.get('content-range'), `bytes */${vdi.size}`)
   })
 
+  t.test('Range: a suffix (longer than the disk too) and an end past the disk are served; several ranges, another unit or a malformed header get the whole disk', async (t) => {
+    const size = vdi.size
+    const partial = async (range: string): Promise<{ status: number; contentRange: string | null; bytes: Buffer }> => {
+      const response = await server.request(`/rest/v0/vdis/${vdi.id}.raw`, { headers: { range } })
+      return { status: response.status, contentRange: response.headers.get('content-range'), bytes: Buffer.from(await response.arrayBuffer()) }
+    }
+    // The disk's last bytes, from its last block, which the test disk allocates.
+    const tail = (disk.data.get(last) as Buffer).subarray(0, size - last * BLOCK_SIZE)
+    const suffix = await partial('bytes=-16')
+    t.equal(suffix.status, 206)
+    t.equal(suffix.contentRange, `bytes ${size - 16}-${size - 1}/${size}`)
+    t.same(suffix.bytes, tail.subarray(tail.length - 16))
+    const longer = await partial(`bytes=-${size + 1}`)
+    t.equal(longer.status, 206, 'a suffix longer than the disk: the whole disk (RFC 9110)')
+    t.equal(longer.contentRange, `bytes 0-${size - 1}/${size}`)
+    t.equal(longer.bytes.length, size)
+    const past = await partial(`bytes=${size - 8}-${size + 1000}`)
+    t.equal(past.status, 206)
+    t.equal(past.contentRange, `bytes ${size - 8}-${size - 1}/${size}`)
+    t.same(past.bytes, tail.subarray(tail.length - 8))
+    for (const range of ['bytes=0-9,20-29', 'items=0-9', 'bytes=a-b', 'bytes=-', '0-9']) {
+      const response = await server.request(`/rest/v0/vdis/${vdi.id}.raw`, { headers: { range } })
+      t.equal(response.status, 200, range)
+      t.equal(Number(response.headers.get('content-length')), size, `${range}: the whole disk`)
+      t.equal(response.headers.get('content-range'), null, range)
+      await response.body?.cancel()
+    }
+  })
+
+  t.test('Range: a backward range, an empty suffix or a range starting past the disk is refused with 416', async (t) => {
+    const size = vdi.size
+    for (const range of ['bytes=20-10', 'bytes=-0', `bytes=${size + 5}-${size + 10}`]) {
+      const { status, body, response } = await server.json(`/rest/v0/vdis/${vdi.id}.raw`, { headers: { range } })
+      t.equal(status, 416, range)
+      t.same(body, { error: `range ${range} is outside a disk of ${size} bytes`, code: 'RANGE_NOT_SATISFIABLE', data: { range, size } }, range)
+      t.equal(response.headers.get('content-range'), `bytes */${size}`, range)
+    }
+  })
+
   t.test('broken uploads leave the disk as it was and nothing behind', async (t) => {
     const before = await vhdExport(server, vdi)
     const corrupt = Buffer.from(upload)

@@ -121,6 +121,29 @@ t.test('token lifecycle', async (t) => {
     t.notOk((await server.json<Array<{ identifier: string }>>(tokensPath)).body.some((x) => x.identifier === short.body.token.identifier))
   })
 
+  t.test('the cookie is found among others, under either name, spaced or percent-encoded; the first one counts', async (t) => {
+    const escaped = [...token.id].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')
+    for (const header of [
+      `theme=dark; authenticationToken=${token.id}; lang=fr`,
+      `token=${token.id}`,
+      `  authenticationToken = ${token.id} ;theme=dark`,
+      `authenticationToken=${escaped}`,
+      `authenticationToken=${token.id}; authenticationToken=not-a-token`,
+    ]) {
+      t.equal((await server.request('/rest/v0/users', { headers: { cookie: header } })).status, 200, header)
+    }
+  })
+
+  t.test('a cookie naming no known token, or none of the two names, is refused; nothing is created', async (t) => {
+    const before = (await server.json<string[]>(tokensPath)).body
+    for (const header of [`authenticationToken=not-a-token; token=${token.id}`, `AuthenticationToken=${token.id}`, `authenticationtoken=${token.id}`, 'authenticationToken=%zz', 'authenticationToken=']) {
+      const { status, body } = await server.json(tokensPath, { ...jsonBody({}), headers: { cookie: header, 'content-type': 'application/json' } })
+      t.equal(status, 401, header)
+      t.same(body, { error: 'invalid credentials', code: 'INVALID_CREDENTIALS' }, header)
+    }
+    t.same((await server.json<string[]>(tokensPath)).body, before)
+  })
+
   t.test('a Bearer header works like the cookie', async (t) => {
     const bearer = await server.json<{ token: Token }>(tokensPath, jsonBody({}))
     t.equal((await server.request('/rest/v0/users', { headers: { authorization: `Bearer ${bearer.body.token.id}` } })).status, 200)

@@ -49,13 +49,33 @@ t.test('each connection keeps its own last line, and only a line that led somewh
   const routes = new ConnectionRoutes(router())
   const one = {}
   const other = {}
+  routes.route(one, 'GET', '/vms/a-long-enough-identifier')
   const first = routes.route(one, 'GET', '/vms/a-long-enough-identifier')
   t.equal(routes.route(one, 'GET', '/vms/a-long-enough-identifier'), first, 'the same line: the same answer, not routed again')
-  t.not(routes.route(other, 'GET', '/vms/a-long-enough-identifier'), first, 'another connection routes it itself')
-  t.not(routes.route(one, 'HEAD', '/vms/a-long-enough-identifier'), first, 'another method is routed anew')
+  t.not(routes.route(other, 'GET', '/vms/a-long-enough-identifier').match, first.match, 'another connection routes it itself')
+  t.not(routes.route(one, 'HEAD', '/vms/a-long-enough-identifier').match, first.match, 'another method is routed anew')
   const second = routes.route(one, 'GET', '/vms/another-long-identifier')
   t.equal(second.match?.params['id'], 'another-long-identifier')
   t.equal(routes.route(one, 'GET', '/nowhere').match, undefined)
-  t.equal(routes.route(one, 'GET', '/vms/another-long-identifier'), second, 'a line that led nowhere is not kept in place of the last')
+  t.equal(routes.route(one, 'GET', '/vms/another-long-identifier').match?.route, second.match?.route, 'a line that led nowhere is not kept in place of the last')
+  t.end()
+})
+
+t.test("a repeated line's match is shared, frozen: no request can change what the next one receives", (t) => {
+  const routes = new ConnectionRoutes(router())
+  const connection = {}
+  const once = routes.route(connection, 'GET', '/vms/a-long-enough-identifier')
+  const shared = routes.route(connection, 'GET', '/vms/a-long-enough-identifier')
+  t.equal(routes.route(connection, 'GET', '/vms/a-long-enough-identifier').match, shared.match, 'later requests share one match')
+  t.not(shared.match, once.match, 'the first request keeps a match of its own')
+  const params = shared.match?.params as Record<string, string>
+  t.ok(Object.isFrozen(shared.match) && Object.isFrozen(params))
+  t.throws(() => {
+    params['id'] = 'another'
+  }, TypeError)
+  t.throws(() => {
+    params['extra'] = 'added'
+  }, TypeError)
+  t.same(routes.route(connection, 'GET', '/vms/a-long-enough-identifier').match?.params, { id: 'a-long-enough-identifier' })
   t.end()
 })

@@ -157,6 +157,28 @@ t.test('HTTP layer', async (t) => {
     })
   })
 
+  t.test('a JSON body is read under application/json or application/*+json, whatever the case and parameters', async (t) => {
+    for (const type of ['application/json', 'Application/JSON; charset=utf-8', ' application/json ;charset="utf-8"', 'application/vnd.api+json', 'application/merge-patch+json; q=1']) {
+      const { status, body } = await server.json('/test/conflict', { method: 'POST', headers: { 'content-type': type }, body: '{"a":1}' })
+      t.equal(status, 409, type)
+      t.equal((body as { code: string }).code, 'INCORRECT_STATE', `${type}: the handler ran`)
+    }
+  })
+
+  t.test('415 for any other media type, and nothing is created', async (t) => {
+    const before = await server.json<string[]>('/rest/v0/users')
+    for (const type of ['text/json', 'application/jsonl', 'application/json-seq', 'application/x+json+xml', 'text/plain+json', 'json', '']) {
+      const { status, body } = await server.json('/rest/v0/users', {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body: '{"email":"media@example.org","password":"p"}',
+      })
+      t.equal(status, 415, type)
+      t.same(body, { error: 'request body must be sent with Content-Type: application/json', code: 'UNSUPPORTED_MEDIA_TYPE', data: { contentType: type } }, type)
+    }
+    t.same((await server.json('/rest/v0/users')).body, before.body)
+  })
+
   t.test('422 lists each failing field', async (t) => {
     const { status, body } = await server.json('/rest/v0/users', jsonBody({ email: 5, permission: 'root', extra: true }))
     t.equal(status, 422)
