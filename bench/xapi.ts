@@ -100,7 +100,8 @@ export async function xapiBench(options: XapiBenchOptions): Promise<string> {
       const delivered = process.hrtime.bigint()
       const delivery = secondsSince(started)
       const lab = await applied
-      const lag = Number(delivered - lab.at) / 1e9
+      // Negative when the last event came before the lab's report of its last change: no lag to see.
+      const lag = Math.max(0, Number(delivered - lab.at) / 1e9)
 
       const ms = (seconds: number): string => (seconds * 1000).toFixed(0)
       const row = (name: string, timed: Timed): string =>
