@@ -57,6 +57,11 @@ export class PoolRoles {
     this.#addresses = addresses
   }
 
+  /** Where the host `ref` answers; undefined when the simulator does not listen on an address of its own for it. */
+  addressOf(ref: string): string | undefined {
+    return this.#addresses.get(ref)
+  }
+
   masterAddress(): string {
     return this.#addresses.get(this.#masterRef()) ?? ''
   }

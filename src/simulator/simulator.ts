@@ -73,9 +73,12 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
   const faults = new Faults(services, roles)
   // Compression and checksums of XVA transfers run off the event loop, as Keel's own do.
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
-  const transfers = new Transfers(services, tasks, faults, workers)
+  const transfers = new Transfers(services, tasks, faults, workers, (hostRef) => roles.addressOf(hostRef))
   const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
-  const handleTransfer = (request: IncomingMessage, response: ServerResponse): boolean => faults.handle(request, response) || transfers.handle(request, response)
+  const handleTransfer =
+    (hostRef: string) =>
+    (request: IncomingMessage, response: ServerResponse): boolean =>
+      faults.handle(request, response) || transfers.handle(request, response, hostRef)
   const delayed = {
     call: async (method: string, params: readonly unknown[]) => {
       const outcome = await dispatcher.call(method, params)
@@ -100,14 +103,14 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     listen: async (port, host) => {
       const members = memberAddresses(host, db)
       roles.addresses = members
-      const master = rpcListener(delayed, maxBody, handleTransfer)
-      const member = rpcListener(memberOf(() => roles.masterAddress()), maxBody, handleTransfer)
+      const listener = (ref: string): RequestListener =>
+        roles.listener(ref, rpcListener(delayed, maxBody, handleTransfer(ref)), rpcListener(memberOf(() => roles.masterAddress()), maxBody, handleTransfer(ref)))
       const first = masterRef()
-      const bound = await serve(roles.listener(first, master, member), port, host, [...members.values()])
+      const bound = await serve(listener(first), port, host, [...members.values()])
       // Each host answers on its own loopback address; the members send clients to the master.
       for (const [ref, address] of members) {
         feed.overlay(ref, { address })
-        if (ref !== first) await serve(roles.listener(ref, master, member), bound, address, [])
+        if (ref !== first) await serve(listener(ref), bound, address, [])
       }
       return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}`
     },
