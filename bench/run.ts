@@ -13,6 +13,7 @@ import { formatsBench } from './formats.js'
 import { disksBench, disksBenchOptions } from './disks.js'
 import { backupsBench, backupsBenchOptions } from './backups.js'
 import { instructionsBench, instructionsOptions } from './instructions.js'
+import { xapiBench, xapiBenchOptions } from './xapi.js'
 import { runScript, startServer, type Server } from './keel-client.js'
 import type { XoRecord } from '../src/driver/types.js'
 import type { LoadRequest, LoadResult } from './load-child.js'
@@ -23,9 +24,9 @@ const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
 /** Runs per side and route, interleaved (an even number puts each side first equally often); the best of each side is kept. */
 const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 6)
 const pin = spawnSync('taskset', ['-c', '0,1', 'true']).status === 0
-/** `BENCH_ONLY=http,acl,...`: the sections to run (all when unset). */
+/** `BENCH_ONLY=http,acl,...,xapi`: the sections to run (all when unset). */
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
-const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'instructions'): boolean =>
+const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'instructions' | 'xapi'): boolean =>
   only === undefined || only.includes(section)
 
 /** The server gets core 0 and the load generator the rest, as in the notes' pinned series. */
@@ -134,6 +135,8 @@ async function main(): Promise<void> {
     if (runs('events')) process.stdout.write('\n' + (await eventsBench({ connections: 1000, changes: 10000, vms: 1000, pin })))
     // Its own Keel and baseline, under valgrind; sizes from BENCH_INSTRUCTIONS_* (bench/instructions.ts).
     if (runs('instructions')) process.stdout.write('\n' + (await instructionsBench(instructionsOptions())))
+    // Its own Keel, then the simulator on the lab Keel made; size from BENCH_XAPI_VMS (bench/xapi.ts).
+    if (runs('xapi')) process.stdout.write('\n' + (await xapiBench(xapiBenchOptions(pin))))
   } finally {
     for (const child of children) child.kill('SIGTERM')
     rmSync(dataDir, { recursive: true, force: true })

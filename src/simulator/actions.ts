@@ -1,5 +1,6 @@
 import { isKeelError } from '../errors.js'
 import type { Created, XoRecord } from '../driver/types.js'
+import { NULL_REF } from '../xapi/datamodel/index.js'
 import type { XmlRpcStruct, XmlRpcValue } from '../xapi/xml-rpc.js'
 import type { Explicit } from './calls.js'
 import type { CallContext, Handler } from './context.js'
@@ -106,6 +107,34 @@ async function resizeVdi(context: CallContext, ref: XmlRpcValue | undefined, siz
 }
 
 /**
+ * VM.copy: the lab's clone (new disks with the content of the originals),
+ * then each new disk moved to `sr` unless it is the null ref, as XAPI copies
+ * every disk to the SR given. A copy that cannot be finished is destroyed:
+ * no half copy is left behind.
+ */
+async function copyVm(context: CallContext, ref: XmlRpcValue | undefined, newName: XmlRpcValue | undefined, sr: XmlRpcValue | undefined): Promise<string> {
+  const target = text(sr) === NULL_REF ? undefined : labObject(context, 'SR', sr)
+  const half = { ...context, progress: (value: number) => context.progress(value / 2) }
+  const copyRef = createdRef(context, await perform(half, 'VM', ref, 'clone', { name_label: text(newName) }))
+  if (target === undefined) return copyRef
+  const copy = labObject(context, 'VM', copyRef)
+  try {
+    const disks = (Array.isArray(copy['$VBDs']) ? copy['$VBDs'] : [])
+      .map((id) => context.driver.getObject(String(id))?.['VDI'])
+      .map((id) => (typeof id === 'string' ? context.driver.getObject(id) : undefined))
+      .filter((vdi): vdi is XoRecord => vdi?.type === 'VDI' && vdi['$SR'] !== target.id)
+    for (const [i, vdi] of disks.entries()) {
+      await context.driver.perform(vdi, 'migrate', { srId: target.id }, { signal: context.signal, userId: SIMULATOR_USER, progress: () => {} })
+      context.progress(0.5 + (i + 1) / disks.length / 2)
+    }
+  } catch (error) {
+    await context.driver.destroy(labObject(context, 'VM', copyRef), { signal: new AbortController().signal, userId: SIMULATOR_USER, progress: () => {} })
+    throw failure(error, text(sr), 'SR')
+  }
+  return copyRef
+}
+
+/**
  * Moves every guest off a host, each to the first other host that takes it
  * (enabled, running, room enough), as XAPI's host.evacuate; a guest no host
  * takes fails the call with NO_HOSTS_AVAILABLE, the guests moved so far staying
@@ -153,6 +182,7 @@ const asyncOnes: Readonly<Record<string, Handler>> = {
   'VM.unpause': action('VM', 'unpause'),
   'VM.snapshot': creating('VM', 'snapshot'),
   'VM.clone': creating('VM', 'clone'),
+  'VM.copy': (context, [ref, newName, sr]) => copyVm(context, ref, newName, sr),
   'VM.revert': async (context, [ref]) => {
     const snapshot = labObject(context, 'VM', ref)
     if (snapshot.type !== 'VM-snapshot') throw operationNotAllowed(`${text(ref)} is not a snapshot`)

@@ -47,7 +47,9 @@ const comparable = (record: XapiRecord): string => JSON.stringify(record, (_key,
  * filled) and frozen; a change replaces the record.
  */
 export class XapiDatabase {
-  readonly #objects = new Map<string, StoredObject & { readonly text: string }>()
+  readonly #objects = new Map<string, StoredObject>()
+  /** each record's comparable text, made on its first comparison: loading a large lab compares nothing */
+  readonly #texts = new WeakMap<XapiRecord, string>()
   readonly #byClass = new Map<string, Map<string, StoredObject>>()
   readonly #byUuid = new Map<string, Map<string, string>>()
   readonly #log: XapiEvent[] = []
@@ -76,11 +78,10 @@ export class XapiDatabase {
     const record: Record<string, XmlRpcValue> = {}
     for (const [name, field] of definition.fields) record[name] = fields[name] ?? defaultOf(field)
     Object.freeze(record)
-    const text = comparable(record)
     const previous = this.#objects.get(ref)
-    if (previous !== undefined && previous.text === text) return previous
+    if (previous !== undefined && this.#text(previous.record) === this.#text(record)) return previous
     if (previous !== undefined && previous.cls !== cls) throw new Error(`${ref} is a ${previous.cls}, not a ${cls}`)
-    const stored = { cls, ref, uuid, record, text }
+    const stored = { cls, ref, uuid, record }
     this.#objects.set(ref, stored)
     let ofClass = this.#byClass.get(cls)
     if (ofClass === undefined) this.#byClass.set(cls, (ofClass = new Map()))
@@ -152,6 +153,12 @@ export class XapiDatabase {
   onChange(listener: () => void): () => void {
     this.#listeners.add(listener)
     return () => this.#listeners.delete(listener)
+  }
+
+  #text(record: XapiRecord): string {
+    let text = this.#texts.get(record)
+    if (text === undefined) this.#texts.set(record, (text = comparable(record)))
+    return text
   }
 
   #append(cls: string, operation: EventOperation, ref: string, uuid: string, snapshot: XapiRecord): void {

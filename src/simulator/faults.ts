@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Services } from './context.js'
+import type { PoolRoles } from './members.js'
 
 /** The faults a test may switch on, by their names in the admin endpoint's body. */
 export interface FaultSettings {
@@ -11,9 +12,11 @@ export interface FaultSettings {
   readonly delay_ms?: number
   /** the next disk export resets its connection after this many bytes */
   readonly reset_next_export_after?: number
+  /** the master stops answering (its connections reset) and the next host that answers takes over */
+  readonly stop_master?: boolean
 }
 
-const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after'] as const
+const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after', 'stop_master'] as const
 
 const limitBody = 4096
 
@@ -25,11 +28,13 @@ const limitBody = 4096
  */
 export class Faults {
   readonly #services: Services
+  readonly #roles: PoolRoles
   #delay = 0
   #resetAfter: number | undefined
 
-  constructor(services: Services) {
+  constructor(services: Services, roles: PoolRoles) {
     this.#services = services
+    this.#roles = roles
   }
 
   /** Waits the injected delay, if any. */
@@ -86,12 +91,18 @@ export class Faults {
     const settings = body as Record<string, unknown>
     const unknown = Object.keys(settings).filter((key) => !KEYS.some((known) => known === key))
     if (unknown.length > 0) return `unknown settings: ${unknown.join(', ')}`
-    const { invalidate_sessions: invalidate, lose_events: lose, delay_ms: delay, reset_next_export_after: reset } = settings
+    const { invalidate_sessions: invalidate, lose_events: lose, delay_ms: delay, reset_next_export_after: reset, stop_master: stop } = settings
     if (invalidate !== undefined && typeof invalidate !== 'boolean') return 'invalidate_sessions is a boolean'
     if (lose !== undefined && typeof lose !== 'boolean') return 'lose_events is a boolean'
     const count = (value: unknown): boolean => value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0)
     if (!count(delay)) return 'delay_ms is a whole number of ms'
     if (!count(reset)) return 'reset_next_export_after is a whole number of bytes'
+    if (stop !== undefined && stop !== true) return 'stop_master is true (a stopped master stays stopped)'
+    // The one setting that can be refused for the pool's state, so tried first: then nothing else is applied either.
+    if (stop === true) {
+      const refused = this.#roles.stopMaster()
+      if (refused !== undefined) return refused
+    }
     // Checked whole before any is applied: a bad body changes nothing.
     if (invalidate === true) this.#services.sessions.invalidateAll()
     if (lose === true) this.#services.db.forgetLog()

@@ -44,8 +44,10 @@ function internalError(response: ServerResponse, status: number, detail: string)
 }
 
 function send(response: ServerResponse, type: string, body: string): void {
-  response.writeHead(200, { 'content-type': type, 'content-length': Buffer.byteLength(body) })
-  response.end(body)
+  // Encoded once: a large pool's get_all_records is tens of MB, not worth measuring and then encoding.
+  const bytes = Buffer.from(body)
+  response.writeHead(200, { 'content-type': type, 'content-length': bytes.length })
+  response.end(bytes)
 }
 
 /** The RPC endpoints: XML-RPC at POST / (and /RPC2), JSON-RPC v1 and v2 at POST /jsonrpc; `other` may take a request first (the disk handlers). */

@@ -1,5 +1,7 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { CallOutcome } from './calls.js'
 import type { XapiDatabase } from './database.js'
+import type { LabFeed } from './lab-feed.js'
 
 const LOOPBACK = /^127\.0\.0\.(\d{1,3})$/
 
@@ -24,6 +26,62 @@ export function memberAddresses(host: string, db: XapiDatabase): Map<string, str
 }
 
 /** A pool member's answer to every call: HOST_IS_SLAVE with the master's address, for the client to go there (shared notes on xapi §1.5). */
-export const memberOf = (masterAddress: string): { call(method: string, params: readonly unknown[]): Promise<CallOutcome> } => ({
-  call: async () => ({ failure: ['HOST_IS_SLAVE', masterAddress] }),
+export const memberOf = (masterAddress: () => string): { call(method: string, params: readonly unknown[]): Promise<CallOutcome> } => ({
+  call: async () => ({ failure: ['HOST_IS_SLAVE', masterAddress()] }),
 })
+
+type Listener = (request: IncomingMessage, response: ServerResponse) => void
+
+/**
+ * Which host is the master, and which hosts have stopped (fault injection):
+ * a stopped host resets every connection, as a host that went down mid-way
+ * would; the master role passes to the next host that still answers, whose
+ * address the members then name in HOST_IS_SLAVE, as after XAPI's emergency
+ * transition of a member to master.
+ */
+export class PoolRoles {
+  readonly #db: XapiDatabase
+  readonly #feed: LabFeed
+  readonly #masterRef: () => string
+  readonly #stopped = new Set<string>()
+  #addresses = new Map<string, string>()
+
+  constructor(db: XapiDatabase, feed: LabFeed, masterRef: () => string) {
+    this.#db = db
+    this.#feed = feed
+    this.#masterRef = masterRef
+  }
+
+  /** Where each host answers (memberAddresses), once the simulator listens. */
+  set addresses(addresses: Map<string, string>) {
+    this.#addresses = addresses
+  }
+
+  /** Where the host `ref` answers; undefined when the simulator does not listen on an address of its own for it. */
+  addressOf(ref: string): string | undefined {
+    return this.#addresses.get(ref)
+  }
+
+  masterAddress(): string {
+    return this.#addresses.get(this.#masterRef()) ?? ''
+  }
+
+  /** What the host `ref` does with a request: serve it as master, send the client to the master, or reset it. */
+  listener(ref: string, master: Listener, member: Listener): Listener {
+    return (request, response) => {
+      if (this.#stopped.has(ref)) request.socket.destroy()
+      else if (ref === this.#masterRef()) master(request, response)
+      else member(request, response)
+    }
+  }
+
+  /** Stops the master and hands the role to the next host that answers; a reason when none is left. */
+  stopMaster(): string | undefined {
+    const current = this.#masterRef()
+    const next = [...this.#addresses.keys()].find((ref) => ref !== current && !this.#stopped.has(ref))
+    if (next === undefined) return 'no other host answers to take over as master (listen on 127.0.0.x for a pool of several hosts)'
+    this.#stopped.add(current)
+    for (const pool of this.#db.ofClass('pool')) this.#feed.overlay(pool.ref, { master: next })
+    return undefined
+  }
+}

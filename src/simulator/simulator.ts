@@ -14,7 +14,7 @@ import { serverCertificate } from './certificate.js'
 import { Faults } from './faults.js'
 import { DEFAULT_MAX_BODY, rpcListener } from './http.js'
 import { LabFeed } from './lab-feed.js'
-import { memberAddresses, memberOf } from './members.js'
+import { memberAddresses, memberOf, PoolRoles } from './members.js'
 import { sessionHandlers } from './session-handlers.js'
 import { Sessions } from './sessions.js'
 import { Tasks } from './tasks.js'
@@ -69,12 +69,16 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )
-  const faults = new Faults(services)
+  const roles = new PoolRoles(db, feed, masterRef)
+  const faults = new Faults(services, roles)
   // Compression and checksums of XVA transfers run off the event loop, as Keel's own do.
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
-  const transfers = new Transfers(services, tasks, faults, workers)
+  const transfers = new Transfers(services, tasks, faults, workers, (hostRef) => roles.addressOf(hostRef))
   const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
-  const handleTransfer = (request: IncomingMessage, response: ServerResponse): boolean => faults.handle(request, response) || transfers.handle(request, response)
+  const handleTransfer =
+    (hostRef: string) =>
+    (request: IncomingMessage, response: ServerResponse): boolean =>
+      faults.handle(request, response) || transfers.handle(request, response, hostRef)
   const delayed = {
     call: async (method: string, params: readonly unknown[]) => {
       const outcome = await dispatcher.call(method, params)
@@ -98,14 +102,15 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     dispatcher,
     listen: async (port, host) => {
       const members = memberAddresses(host, db)
-      const bound = await serve(rpcListener(delayed, maxBody, handleTransfer), port, host, [...members.values()])
-      if (members.size > 0) {
-        // Each host answers on its own loopback address; the members send clients to the master.
-        const masterAddress = members.get(masterRef()) ?? host
-        for (const [ref, address] of members) {
-          feed.overlay(ref, { address })
-          if (ref !== masterRef()) await serve(rpcListener(memberOf(masterAddress), maxBody, handleTransfer), bound, address, [])
-        }
+      roles.addresses = members
+      const listener = (ref: string): RequestListener =>
+        roles.listener(ref, rpcListener(delayed, maxBody, handleTransfer(ref)), rpcListener(memberOf(() => roles.masterAddress()), maxBody, handleTransfer(ref)))
+      const first = masterRef()
+      const bound = await serve(listener(first), port, host, [...members.values()])
+      // Each host answers on its own loopback address; the members send clients to the master.
+      for (const [ref, address] of members) {
+        feed.overlay(ref, { address })
+        if (ref !== first) await serve(listener(ref), bound, address, [])
       }
       return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}`
     },

@@ -29,6 +29,13 @@ class HttpRefusal extends Error {
   }
 }
 
+/** The request belongs to another host: answered 302 with the same query there, the task left to that host. */
+class Redirect extends Error {
+  constructor(readonly location: string) {
+    super(`redirected to ${location}`)
+  }
+}
+
 /** The bytes up to `limit`, then the connection reset (fault injection). */
 async function* cut(bytes: AsyncIterable<Buffer>, limit: number, response: ServerResponse): AsyncGenerator<Buffer> {
   let sent = 0
@@ -71,27 +78,36 @@ export class Transfers {
   readonly #tasks: Tasks
   readonly #faults: Faults
   readonly #workers: StreamWorkers
+  readonly #addressOf: (hostRef: string) => string | undefined
 
-  constructor(services: Services, tasks: Tasks, faults: Faults, workers: StreamWorkers) {
+  /** `addressOf` tells where a host answers, undefined when it does not answer on an address of its own. */
+  constructor(services: Services, tasks: Tasks, faults: Faults, workers: StreamWorkers, addressOf: (hostRef: string) => string | undefined) {
     this.#services = services
     this.#tasks = tasks
     this.#faults = faults
     this.#workers = workers
+    this.#addressOf = addressOf
   }
 
-  /** Handles the request if its path is one of the handlers; answers false otherwise. */
-  handle(request: IncomingMessage, response: ServerResponse): boolean {
+  /** Handles the request, received by the host `hostRef`, if its path is one of the handlers; answers false otherwise. */
+  handle(request: IncomingMessage, response: ServerResponse, hostRef: string): boolean {
     const url = new URL(request.url ?? '/', 'http://simulator')
     const route = `${request.method ?? ''} ${url.pathname}`
     const handler = this.#routes[route]
     if (handler === undefined) return false
     const task = url.searchParams.get('task_id') ?? undefined
-    const work = handler(url.searchParams, request, response)
+    const work = handler(url.searchParams, request, response, hostRef)
     work.then(
       (value) => {
         if (task !== undefined) this.#tasks.settle(task, { value })
       },
       (error: unknown) => {
+        if (error instanceof Redirect) {
+          request.resume()
+          response.writeHead(302, { location: error.location, connection: 'close', 'content-length': 0 })
+          response.end()
+          return
+        }
         const failure = error instanceof HttpRefusal ? error.failure : error instanceof XapiFailure ? error.description : this.#wording(error)
         if (task !== undefined) this.#tasks.settle(task, { failure })
         if (!response.headersSent) refuse(response, error instanceof HttpRefusal ? error.status : 500, failure.join(' '))
@@ -102,9 +118,9 @@ export class Transfers {
     return true
   }
 
-  readonly #routes: Readonly<Record<string, (query: URLSearchParams, request: IncomingMessage, response: ServerResponse) => Promise<XmlRpcValue>>> = {
-    'GET /export_raw_vdi': (query, _request, response) => this.#export(query, response),
-    'PUT /import_raw_vdi': (query, request, response) => this.#import(query, request, response),
+  readonly #routes: Readonly<Record<string, (query: URLSearchParams, request: IncomingMessage, response: ServerResponse, hostRef: string) => Promise<XmlRpcValue>>> = {
+    'GET /export_raw_vdi': (query, _request, response, hostRef) => this.#export(query, response, hostRef),
+    'PUT /import_raw_vdi': (query, request, response, hostRef) => this.#import(query, request, response, hostRef),
     'GET /export': (query, request, response) => this.#exportVm(query, request, response),
     'PUT /import': (query, request, response) => this.#importVm(query, request, response),
   }
@@ -182,6 +198,25 @@ export class Transfers {
     if (!this.#services.sessions.verify(user ?? '', rest.join(':'))) throw new HttpRefusal(401, ['SESSION_AUTHENTICATION_FAILED', user ?? '', 'Authentication failure'])
   }
 
+  /**
+   * A VDI on an SR local to another host is read and written there: XAPI
+   * answers 302 to that host with the same query (shared notes on xapi §2.4),
+   * when that host answers on an address of its own.
+   */
+  #redirect(vdi: XoRecord, request: IncomingMessage, hostRef: string): void {
+    const { db } = this.#services
+    const sr = db.get(String(this.#services.driver.getObject(String(vdi['$SR']))?.['_xapiRef']))
+    if (sr === undefined || sr.record['shared'] === true) return
+    const pbds = Array.isArray(sr.record['PBDs']) ? sr.record['PBDs'] : []
+    const owner = pbds.map((pbd) => db.get(String(pbd))?.record['host']).find((host) => typeof host === 'string')
+    const address = typeof owner === 'string' && owner !== hostRef ? this.#addressOf(owner) : undefined
+    if (address === undefined) return
+    const location = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`)
+    location.protocol = 'encrypted' in request.socket ? 'https:' : 'http:'
+    location.hostname = address
+    throw new Redirect(location.href)
+  }
+
   #vdi(value: string | null, name: string): { record: XoRecord } {
     return { record: this.#object('VDI', value, name) }
   }
@@ -192,10 +227,11 @@ export class Transfers {
     return format
   }
 
-  async #export(query: URLSearchParams, response: ServerResponse): Promise<string> {
+  async #export(query: URLSearchParams, response: ServerResponse, hostRef: string): Promise<string> {
     this.#authenticate(query, response.req)
     const disks = this.#disks()
     const { record } = this.#vdi(query.get('vdi'), 'vdi')
+    this.#redirect(record, response.req, hostRef)
     const format = this.#format(query)
     const base = query.get('base')
     const size = Number(record['size'])
@@ -212,10 +248,11 @@ export class Transfers {
     return ''
   }
 
-  async #import(query: URLSearchParams, request: IncomingMessage, response: ServerResponse): Promise<string> {
+  async #import(query: URLSearchParams, request: IncomingMessage, response: ServerResponse, hostRef: string): Promise<string> {
     this.#authenticate(query, request)
     const disks = this.#disks()
     const { record } = this.#vdi(query.get('vdi'), 'vdi')
+    this.#redirect(record, request, hostRef)
     const format = this.#format(query)
     const length = request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])
     if (length === undefined || !Number.isSafeInteger(length)) throw new HttpRefusal(411, ['INVALID_VALUE', 'content-length', String(length)])

@@ -1,4 +1,4 @@
-import { xapiDateTime, XmlRpcDouble, type XmlRpcValue } from './xml-rpc.js'
+import { memoizedStruct, xapiDateTime, XmlRpcDouble, type XmlRpcStruct, type XmlRpcValue } from './xml-rpc.js'
 
 /**
  * JSON-RPC v1 and v2 as XAPI speaks them (xen-api doc wire-protocol.md): the
@@ -51,9 +51,28 @@ function replacer(this: Record<string, unknown>, key: string, value: unknown): u
   return value
 }
 
+const encodeRecord = memoizedStruct((struct) => JSON.stringify(struct, replacer))
+
+/** JSON.stringify's text, the containers of records written by hand so that each record's text is kept (memoizedStruct). */
+function encodeValue(value: XmlRpcValue): string {
+  if (Array.isArray(value)) {
+    let items = ''
+    for (const item of value as XmlRpcValue[]) items += `${items === '' ? '' : ','}${encodeValue(item)}`
+    return `[${items}]`
+  }
+  if (value instanceof Date) return `"${xapiDateTime(value)}"`
+  if (value instanceof XmlRpcDouble) return JSON.stringify(value.value)
+  if (typeof value !== 'object') return JSON.stringify(value)
+  const struct = value as XmlRpcStruct
+  if (Object.isFrozen(struct)) return encodeRecord(struct)
+  let members = ''
+  for (const key of Object.keys(struct)) members += `${members === '' ? '' : ','}${JSON.stringify(key)}:${encodeValue(struct[key] as XmlRpcValue)}`
+  return `{${members}}`
+}
+
 export function encodeJsonRpcResult(request: Pick<JsonRpcRequest, 'version' | 'id'>, result: XmlRpcValue): string {
-  const body = request.version === '2.0' ? { jsonrpc: '2.0', result, id: request.id } : { result, error: null, id: request.id }
-  return JSON.stringify(body, replacer)
+  const id = JSON.stringify(request.id)
+  return request.version === '2.0' ? `{"jsonrpc":"2.0","result":${encodeValue(result)},"id":${id}}` : `{"result":${encodeValue(result)},"error":null,"id":${id}}`
 }
 
 export function encodeJsonRpcFailure(request: Pick<JsonRpcRequest, 'version' | 'id'>, failure: FailureDescription): string {

@@ -36,7 +36,32 @@ export function xapiDateTime(date: Date): string {
 }
 
 const escapes: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' }
-const escapeText = (text: string): string => text.replace(/[&<>]/g, (c) => escapes[c] ?? c)
+const special = /[&<>]/
+// Most strings need no escape: testing first spares the replace's copy.
+const escapeText = (text: string): string => (special.test(text) ? text.replace(/[&<>]/g, (c) => escapes[c] ?? c) : text)
+
+/**
+ * Frozen structs never change (the simulator's records are frozen and replaced
+ * on change), so their text is kept: a get_all_records of a large pool encodes
+ * only the records that changed since the last one.
+ */
+export function memoizedStruct(encode: (struct: XmlRpcStruct) => string): (struct: XmlRpcStruct) => string {
+  const texts = new WeakMap<XmlRpcStruct, string>()
+  return (struct) => {
+    if (!Object.isFrozen(struct)) return encode(struct)
+    let text = texts.get(struct)
+    if (text === undefined) texts.set(struct, (text = encode(struct)))
+    return text
+  }
+}
+
+const encodeStruct = memoizedStruct((struct) => {
+  const keys = Object.keys(struct)
+  if (keys.length === 0) return '<value><struct/></value>'
+  let members = '<value><struct>'
+  for (const key of keys) members += `<member><name>${escapeText(key)}</name>${encodeValue(struct[key] as XmlRpcValue)}</member>`
+  return members + '</struct></value>'
+})
 
 function encodeValue(value: XmlRpcValue): string {
   // Plain strings go untyped (`<value>x</value>`), as XAPI and XO write them.
@@ -46,10 +71,13 @@ function encodeValue(value: XmlRpcValue): string {
   if (value instanceof XmlRpcDouble) return `<value><double>${value.value}</double></value>`
   if (value instanceof Date) return `<value><dateTime.iso8601>${xapiDateTime(value)}</dateTime.iso8601></value>`
   // Empty containers self-closed, as XVA files written before this encoder have them, byte for byte.
-  if (isArray(value)) return value.length === 0 ? '<value><array><data/></array></value>' : `<value><array><data>${value.map(encodeValue).join('')}</data></array></value>`
-  let members = ''
-  for (const [key, member] of Object.entries(value)) members += `<member><name>${escapeText(key)}</name>${encodeValue(member)}</member>`
-  return members === '' ? '<value><struct/></value>' : `<value><struct>${members}</struct></value>`
+  if (isArray(value)) {
+    if (value.length === 0) return '<value><array><data/></array></value>'
+    let items = '<value><array><data>'
+    for (const item of value) items += encodeValue(item)
+    return items + '</data></array></value>'
+  }
+  return encodeStruct(value)
 }
 
 const isArray = (value: XmlRpcValue): value is XmlRpcValue[] => Array.isArray(value)

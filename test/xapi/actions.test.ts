@@ -162,3 +162,43 @@ t.test('VM.pool_migrate moves a running VM; host.evacuate moves every guest off 
   t.match(refused, { status: 'failure', error_info: ['NO_HOSTS_AVAILABLE'] })
   t.same(await xapi.json('host.evacuate', [session, 'OpaqueRef:nope']), { error: ['HANDLE_INVALID', 'host', 'OpaqueRef:nope'] })
 })
+
+t.test('VM.copy of a halted VM: its disks copied to the SR given, or beside the originals for the null ref; refusals change nothing', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const disksOf = async (vm: string): Promise<Array<Record<string, unknown>>> => {
+    const out: Array<Record<string, unknown>> = []
+    for (const vbd of await xapi.call<string[]>('VM.get_VBDs', [session, vm])) {
+      const vdi = await xapi.call<string>('VBD.get_VDI', [session, vbd])
+      if (vdi !== 'OpaqueRef:NULL') out.push({ ref: vdi, ...(await xapi.call<Record<string, unknown>>('VDI.get_record', [session, vdi])) })
+    }
+    return out
+  }
+  const [ref] = await pick(xapi, session, ordinary('Halted'))
+  const originals = await disksOf(ref)
+  t.ok(originals.length > 0, 'the VM has disks')
+
+  const beside = await xapi.call<string>('VM.copy', [session, ref, 'beside', 'OpaqueRef:NULL'])
+  t.match(await xapi.call('VM.get_record', [session, beside]), { name_label: 'beside', power_state: 'Halted', is_a_template: false })
+  const besideDisks = await disksOf(beside)
+  t.same(besideDisks.map((vdi) => vdi['SR']), originals.map((vdi) => vdi['SR']), 'on the originals\u2019 SRs')
+  t.notOk(besideDisks.some((vdi) => originals.some((original) => original['ref'] === vdi['ref'])), 'new disks')
+
+  const srs = await xapi.call<Record<string, Record<string, unknown>>>('SR.get_all_records', [session])
+  const poolOf = (objectRef: string): unknown => xapi.simulator.services.feed.labRecord(objectRef)?.['$pool']
+  const [target] = Object.entries(srs).find(([sr, record]) => poolOf(sr) === poolOf(ref) && record['content_type'] === 'user' && originals.every((vdi) => vdi['SR'] !== sr)) ?? []
+  if (target === undefined) throw new Error('no other SR for disks in the VM\u2019s pool of the demo lab')
+  const task = await xapi.call<string>('Async.VM.copy', [session, ref, 'elsewhere', target])
+  const done = await settled(xapi, session, task)
+  t.match(done, { status: 'success', progress: 1 })
+  const elsewhere = String(decodeXmlRpc(String(done['result'])))
+  t.same((await disksOf(elsewhere)).map((vdi) => vdi['SR']), originals.map(() => target), 'every disk on the SR given')
+
+  const count = (await xapi.call<string[]>('VM.get_all', [session])).length
+  const before = await disksOf(ref)
+  const [running] = await pick(xapi, session, ordinary('Running'))
+  t.same(await xapi.json('VM.copy', [session, running, 'no', 'OpaqueRef:NULL']), { error: ['VM_BAD_POWER_STATE', running, 'halted', 'running'] })
+  t.same(await xapi.json('VM.copy', [session, ref, 'no', 'OpaqueRef:nope']), { error: ['HANDLE_INVALID', 'SR', 'OpaqueRef:nope'] })
+  t.equal((await xapi.call<string[]>('VM.get_all', [session])).length, count, 'the refused copies made nothing')
+  t.same(await disksOf(ref), before, 'nor changed the original\u2019s disks')
+})

@@ -84,3 +84,25 @@ t.test('JSON-RPC responses and failures in both versions, as the wire-protocol d
   t.throws(() => decodeJsonRpcResponse('{"id":1}'), JsonRpcParseError)
   t.throws(() => decodeJsonRpcResponse('{"error":{"message":3}}'), JsonRpcParseError)
 })
+
+t.test('frozen records encode as unfrozen ones do, their texts kept; a replaced record encodes anew', async (t) => {
+  const fields = { name_label: 'a<b "q"', memory: 4294967296, at: new Date(0), shadow: new XmlRpcDouble(0.25), other: { k: ['x'] }, none: [] }
+  const frozen = Object.freeze({ ...fields })
+  const all = { 'OpaqueRef:1': frozen, 'OpaqueRef:2': Object.freeze({ ...fields, name_label: 'b' }) }
+  const plain = { 'OpaqueRef:1': { ...fields }, 'OpaqueRef:2': { ...fields, name_label: 'b' } }
+  for (let pass = 0; pass < 2; pass++) {
+    t.equal(encodeXmlRpcSuccess(all), encodeXmlRpcSuccess(plain), `XML-RPC, pass ${pass}`)
+    t.equal(encodeJsonRpcResult({ version: '2.0', id: 1 }, all), encodeJsonRpcResult({ version: '2.0', id: 1 }, plain), `JSON-RPC, pass ${pass}`)
+  }
+  t.same(JSON.parse(encodeJsonRpcResult({ version: '1.0', id: 'i' }, all))['result']['OpaqueRef:1'], {
+    name_label: 'a<b "q"',
+    memory: 4294967296,
+    at: '19700101T00:00:00Z',
+    shadow: 0.25,
+    other: { k: ['x'] },
+    none: [],
+  })
+  const renamed = { ...all, 'OpaqueRef:1': Object.freeze({ ...fields, name_label: 'renamed' }) }
+  t.match(encodeXmlRpcSuccess(renamed), '<value>renamed</value>')
+  t.match(encodeJsonRpcResult({ version: '2.0', id: 1 }, renamed), '"name_label":"renamed"')
+})

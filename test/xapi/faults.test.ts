@@ -3,8 +3,8 @@ import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi
 
 const root = 'Basic ' + Buffer.from(`root:${PASSWORD}`).toString('base64')
 
-const inject = async (xapi: RunningSimulator, body: unknown, authorization = root): Promise<{ status: number; body: unknown }> => {
-  const response = await fetch(`${xapi.url}/simulator/faults`, { method: 'POST', headers: { authorization }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+const inject = async (xapi: RunningSimulator, body: unknown, authorization = root, url = xapi.url): Promise<{ status: number; body: unknown }> => {
+  const response = await fetch(`${url}/simulator/faults`, { method: 'POST', headers: { authorization }, body: typeof body === 'string' ? body : JSON.stringify(body) })
   return { status: response.status, body: await response.json() }
 }
 
@@ -52,4 +52,37 @@ t.test('the fault endpoint refuses strangers and bad settings, changing nothing'
   }
   t.equal((await fetch(`${xapi.url}/simulator/faults`, { headers: { authorization: root } })).status, 405)
   t.ok('result' in (await xapi.json('VM.get_all', [session])), 'the session survived every refused request')
+})
+
+t.test('a stopped master resets every connection; the next host serves as master and the members name it in HOST_IS_SLAVE', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const port = new URL(xapi.url).port
+  const at = (address: string): string => `http://${address}:${port}`
+  const call = async (address: string, method: string, params: unknown[]): Promise<unknown> => {
+    const response = await fetch(`${at(address)}/jsonrpc`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', method, params, id: 1 }) })
+    return response.json()
+  }
+  const masterAddress = async (address: string): Promise<unknown> => {
+    const { result: pools } = (await call(address, 'pool.get_all_records', [session])) as { result: Record<string, { master: string }> }
+    const master = Object.values(pools)[0]?.master
+    return ((await call(address, 'host.get_address', [session, master])) as { result: string }).result
+  }
+  t.equal(await masterAddress('127.0.0.1'), '127.0.0.1')
+
+  t.equal((await inject(xapi, { stop_master: true })).status, 200)
+  await t.rejects(fetch(`${xapi.url}/jsonrpc`, { method: 'POST', body: '{}' }), TypeError, 'the old master answers nothing')
+  await t.rejects(fetch(`${xapi.url}/simulator/faults`, { method: 'POST', headers: { authorization: root }, body: '{}' }), TypeError, 'not even the fault endpoint')
+  t.equal(await masterAddress('127.0.0.2'), '127.0.0.2', 'the next host is the master, and the pool says so')
+  t.same(await call('127.0.0.3', 'session.login_with_password', ['root', PASSWORD]), { jsonrpc: '2.0', error: { code: 1, message: 'HOST_IS_SLAVE', data: ['127.0.0.2'] }, id: 1 })
+  t.match(await call('127.0.0.2', 'session.login_with_password', ['root', PASSWORD]), { result: /^OpaqueRef:/ }, 'the new master takes logins')
+  t.match(await call('127.0.0.2', 'VM.get_all', [session]), { result: [/^OpaqueRef:/] }, 'and the sessions opened before')
+
+  t.equal((await inject(xapi, { stop_master: true }, root, at('127.0.0.2'))).status, 200, 'the new master can stop too')
+  t.equal(await masterAddress('127.0.0.3'), '127.0.0.3')
+  const refused = await inject(xapi, { stop_master: true, delay_ms: 50 }, root, at('127.0.0.3'))
+  t.match(refused, { status: 400, body: { error: /no other host/ } }, 'the last host cannot stop')
+  t.same((await inject(xapi, {}, root, at('127.0.0.3'))).body, { delay_ms: 0, reset_next_export_after: null }, 'and the refused request changed nothing')
+  t.equal(await masterAddress('127.0.0.3'), '127.0.0.3', 'the last host still serves')
+  t.equal((await inject(xapi, { stop_master: false }, root, at('127.0.0.3'))).status, 400, 'a stopped master stays stopped')
 })

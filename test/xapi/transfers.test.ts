@@ -146,3 +146,43 @@ t.test('GET /export sends an XVA that tar reads, and PUT /import makes a new VM 
   t.match(await taskOutcome(xapi, session, garbage), { status: 'failure' })
   t.equal((await xapi.call<string[]>('VM.get_all', [session])).length, before, 'a broken XVA makes no VM')
 })
+
+t.test('a VDI on an SR local to another host: the disk handlers answer 302 there with the same query, and that host serves it', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const hosts = await xapi.call<Records>('host.get_all_records', [session])
+  const pbds = await xapi.call<Records>('PBD.get_all_records', [session])
+  const srs = await xapi.call<Records>('SR.get_all_records', [session])
+  const master = Object.values(await xapi.call<Records>('pool.get_all_records', [session]))[0]?.['master']
+  const [local, owner] =
+    Object.entries(srs)
+      .filter(([, r]) => r['content_type'] === 'user' && r['shared'] === false)
+      .map(([ref, r]) => [ref, pbds[String((r['PBDs'] as string[])[0])]?.['host']] as const)
+      .find(([, host]) => host !== undefined && host !== master) ?? []
+  if (local === undefined || owner === undefined) throw new Error('the demo lab has a local SR on a member')
+  const address = String(hosts[String(owner)]?.['address'])
+  const vdi = await xapi.call<string>('VDI.create', [session, { name_label: 'local', SR: local, virtual_size: SIZE, type: 'user', sharable: false, read_only: false, other_config: {} }])
+  const bytes = content()
+  const port = new URL(xapi.url).port
+
+  const task = await xapi.call<string>('task.create', [session, 'upload', ''])
+  const query = `session_id=${session}&vdi=${vdi}&format=raw&task_id=${task}`
+  const put = await fetch(`${xapi.url}/import_raw_vdi?${query}`, { method: 'PUT', body: bytes, redirect: 'manual' })
+  t.equal(put.status, 302, 'the master sends the upload to the SR\u2019s host')
+  t.equal(put.headers.get('location'), `http://${address}:${port}/import_raw_vdi?${query}`)
+  t.match(await xapi.call('task.get_record', [session, task]), { status: 'pending' }, 'the task is left to that host')
+  const exported = await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${vdi}`, { redirect: 'manual' })
+  t.equal(exported.status, 302)
+  const zeros = Buffer.from(await (await fetch(String(exported.headers.get('location')))).arrayBuffer())
+  t.ok(zeros.equals(Buffer.alloc(SIZE)), 'the redirected upload wrote nothing')
+
+  const there = await fetch(String(put.headers.get('location')), { method: 'PUT', body: bytes, redirect: 'manual' })
+  t.equal(there.status, 200, 'the SR\u2019s host takes it')
+  await there.arrayBuffer()
+  t.match(await taskOutcome(xapi, session, task), { status: 'success' })
+  const followed = Buffer.from(await (await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${vdi}`)).arrayBuffer())
+  t.ok(followed.equals(bytes), 'a client that follows the redirect reads what was written')
+
+  const shared = await scratchVdi(xapi, session)
+  t.equal((await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${shared}`, { redirect: 'manual' })).status, 200, 'a shared SR\u2019s VDI is served where asked')
+})
