@@ -3,7 +3,7 @@ import { isKeelError, KeelError } from '../errors.js'
 import type { ServerError } from './store.js'
 
 /** Failures after which retrying is pointless or harmful: the entry waits until it changes or is connected by hand. */
-const PERMANENT = new Set(['SESSION_AUTHENTICATION_FAILED', 'POOL_ALREADY_CONNECTED', 'CERTIFICATE_CHANGED', 'XAPI_DRIVER_REQUIRED'])
+const PERMANENT = new Set(['SESSION_AUTHENTICATION_FAILED', 'POOL_ALREADY_CONNECTED', 'CERTIFICATE_CHANGED', 'XAPI_DRIVER_REQUIRED', 'SERVER_CREDENTIALS_UNREADABLE'])
 
 export const isPermanent = (error: ServerError): boolean => error.code !== undefined && PERMANENT.has(error.code)
 
@@ -36,6 +36,7 @@ export function connectionRefusal(failure: ServerError, serverId: string): KeelE
   }
   if (failure.code === 'CERTIFICATE_CHANGED') return new KeelError('CERTIFICATE_CHANGED', failure.message, { serverId })
   if (failure.code === 'XAPI_DRIVER_REQUIRED') return new KeelError('XAPI_DRIVER_REQUIRED', failure.message, { serverId })
+  if (failure.code === 'SERVER_CREDENTIALS_UNREADABLE') return new KeelError('SERVER_CREDENTIALS_UNREADABLE', failure.message, { serverId })
   return new KeelError('SERVER_CONNECTION_FAILED', `could not connect: ${failure.message}`, { serverId, error: failure })
 }
 

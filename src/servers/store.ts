@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Statement } from 'better-sqlite3'
-import { alreadyExists } from '../errors.js'
+import { alreadyExists, KeelError } from '../errors.js'
 import { migrateComponent } from '../store/component-migrations.js'
 import type { Db } from '../store/database.js'
 import type { SecretBox } from './crypto.js'
@@ -121,10 +121,20 @@ export class ServerStore {
     return row === undefined ? undefined : entryOf(row)
   }
 
+  /** Throws SERVER_CREDENTIALS_UNREADABLE when the key beside the database is not the one the password was sealed with. */
   password(id: string): string {
     const row = this.#select.get(id) as Row | undefined
     if (row === undefined) throw new Error(`no server ${id}`)
-    return this.#box.open(row.password, id)
+    try {
+      return this.#box.open(row.password, id)
+    } catch (error) {
+      throw new KeelError(
+        'SERVER_CREDENTIALS_UNREADABLE',
+        'the password of this entry cannot be decrypted with servers.key (replaced or lost?): set it again with PATCH {"password": ...}',
+        { id },
+        { cause: error },
+      )
+    }
   }
 
   create(input: { host: string; username: string; password: string; label?: string; allowUnauthorized: boolean; readOnly: boolean }): ServerEntry {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { EventBus } from '../../src/events/bus.js'
@@ -251,4 +251,21 @@ t.test('credentials are sealed at rest with the key beside the database', async 
   t.equal(box.open(stored, id), 'right')
   t.throws(() => box.open(stored, 'another-entry'), 'a ciphertext moved to another row does not open')
   t.throws(() => new SecretBox(() => Buffer.alloc(32)).open(stored, id), 'nor with another key')
+})
+
+t.test('a password sealed with another key is reported, not retried, and mended by setting it again', async (t) => {
+  const h = harness(t)
+  h.pools.add('pool.example', { ...POOL })
+  const id = h.registry.create(input('pool.example'))
+  await h.status(id, 'connected')
+  writeFileSync(join(h.dataDir, 'servers.key'), Buffer.alloc(32, 7))
+  const again = h.reopen()
+  again.registry.start()
+  const failed = await again.status(id, 'disconnected')
+  await again.pools.attemptsMade(1)
+  t.equal(again.pools.attempts.length, 1, 'the connector was not asked')
+  t.match(failed.error, { code: 'SERVER_CREDENTIALS_UNREADABLE', message: /cannot be decrypted with servers.key/ })
+  t.equal(again.scheduler.pending, 0)
+  await again.registry.update(id, { password: 'right' })
+  await again.status(id, 'connected')
 })
