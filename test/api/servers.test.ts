@@ -1,5 +1,5 @@
 import t from 'tap'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { FakePools, ManualScheduler } from '../helpers/fake-pools.js'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
@@ -272,4 +272,33 @@ t.test('on the lab driver, an entry is kept and says how to connect pools', asyn
   const sync = await server.json<Obj>(`/rest/v0/servers/${created.body.id}/actions/connect?sync=true`, { method: 'POST' })
   t.equal(sync.status, 501)
   t.equal(sync.body['code'], 'XAPI_DRIVER_REQUIRED')
+})
+
+t.test('a restart connects the enabled entries and leaves the disabled ones', async (t) => {
+  const pools = new FakePools()
+  pools.add('on.example', { ...POOL })
+  pools.add('off.example', { ...POOL, poolId: 'pool-2' })
+  const first = await startServer({ app: { poolConnector: pools, reconnectScheduler: new ManualScheduler() } })
+  t.teardown(() => first.close())
+  const on = (await first.json<{ id: string }>('/rest/v0/servers', jsonBody({ host: 'on.example', username: 'root', password: 'pool-secret-1' }))).body.id
+  const off = (await first.json<{ id: string }>('/rest/v0/servers', jsonBody({ host: 'off.example', username: 'root', password: 'pool-secret-1' }))).body.id
+  await statusOf(first, on, 'connected')
+  await statusOf(first, off, 'connected')
+  t.equal((await first.request(`/rest/v0/servers/${off}/actions/disconnect?sync=true`, { method: 'POST' })).status, 204)
+  await first.close({ keepData: true })
+  t.same(pools.logouts.sort(), ['off.example', 'on.example'], 'a stop logs out of every pool')
+
+  const second = await startServer({ dataDir: first.dataDir, app: { poolConnector: pools, reconnectScheduler: new ManualScheduler() } })
+  t.teardown(async () => {
+    await second.close()
+    rmSync(first.dataDir, { recursive: true, force: true })
+  })
+  t.match(await statusOf(second, on, 'connected'), { poolId: 'pool-1', enabled: true })
+  t.match(await second.json(`/rest/v0/servers/${off}`), { body: { status: 'disconnected', enabled: false } })
+  t.same(
+    pools.attempts.map((attempt) => attempt.host),
+    ['on.example', 'off.example', 'on.example'],
+    'only the enabled entry was connected, with its password unsealed',
+  )
+  t.equal(pools.attempts.at(-1)?.password, 'pool-secret-1')
 })
