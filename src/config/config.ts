@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { parse as parseToml } from 'smol-toml'
 import { parseDuration } from './duration.js'
+import { isUuid } from '../uuid.js'
 
 export class ConfigError extends Error {
   readonly key: string
@@ -71,8 +72,6 @@ export interface ProxyConfig {
   readonly vmUuid?: string
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
 /** Without an `id`, one is derived from the name, so that it stays the same from one start to the next. */
 function derivedId(name: string): string {
   const hex = createHash('sha256').update(`keel proxy\0${name}`).digest('hex')
@@ -90,11 +89,12 @@ const proxiesReader: Reader<readonly ProxyConfig[]> = (value, key) => {
     }
     const name = stringReader()(table['name'], `${at}.name`)
     const url = stringReader()(table['url'], `${at}.url`)
-    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new ConfigError(`${at}.url`, `expected an http(s) URL, got ${JSON.stringify(url)}`)
+    // The URL may carry the proxy's credentials: the message does not repeat it.
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new ConfigError(`${at}.url`, 'expected an http(s) URL')
     const optional = (field: string): Record<string, string> =>
       table[field] === undefined ? {} : { [field]: stringReader()(table[field], `${at}.${field}`) }
     const id = table['id'] === undefined ? derivedId(name) : stringReader()(table['id'], `${at}.id`)
-    if (!UUID.test(id)) throw new ConfigError(`${at}.id`, `expected a lower-case UUID, got ${JSON.stringify(id)}`)
+    if (!isUuid(id)) throw new ConfigError(`${at}.id`, `expected a lower-case UUID, got ${JSON.stringify(id)}`)
     return { id, name, url, ...optional('version'), ...optional('address'), ...optional('vmUuid') }
   })
   const ids = new Set(proxies.map((proxy) => proxy.id))
