@@ -46,6 +46,15 @@ import { loadInstallationId } from './installation.js'
 import { openDatabase, type Db } from './store/database.js'
 import { TaskManager } from './tasks/manager.js'
 import { createServiceLog, loggerServiceLog, type ServiceLog } from './log.js'
+import type { PoolConnector } from './driver/xapi/types.js'
+import { proxySource } from './api/proxies.js'
+import { serverRoutes } from './api/servers.js'
+import { loadServersKey, SecretBox } from './servers/crypto.js'
+import { labPoolConnector } from './servers/lab-connector.js'
+import { ServerSchema } from './servers/record.js'
+import { timerScheduler, type Scheduler } from './servers/reconnect.js'
+import { ServerRegistry } from './servers/registry.js'
+import { ServerStore } from './servers/store.js'
 
 export interface AppOptions {
   readonly dataDir: string
@@ -62,6 +71,10 @@ export interface AppOptions {
   readonly extraRoutes?: readonly RouteDef[]
   /** wraps the embedded lab driver (drivers under test, instrumentation) */
   readonly wrapDriver?: (lab: Driver) => Driver
+  /** connects the pools of `servers` entries (default: the lab's, which refuses and says why) */
+  readonly poolConnector?: PoolConnector
+  /** runs the reconnection retries of `servers` entries (default: timers) */
+  readonly reconnectScheduler?: Scheduler
 }
 
 export interface App {
@@ -72,6 +85,7 @@ export interface App {
   readonly driver: Driver
   readonly bus: EventBus
   readonly tasks: TaskManager
+  readonly servers: ServerRegistry
   /** this installation's id (src/installation.ts) */
   readonly installationId: string
   readonly log: Logger
@@ -174,7 +188,22 @@ export async function createApp(options: AppOptions): Promise<App> {
           installationId,
           warn: (error, message, fields) => log.warn({ err: error, ...fields }, message),
         })
-  const sources = [...collectionSources({ driver, directory, acl, tasks }), ...(backups === undefined ? [] : backupSources(backups))]
+  const servers = new ServerRegistry({
+    store: new ServerStore(db, new SecretBox(() => loadServersKey(options.dataDir)), clock),
+    connector: options.poolConnector ?? labPoolConnector,
+    bus,
+    scheduler: options.reconnectScheduler ?? timerScheduler,
+    backoff: { initial: options.config.servers.reconnectDelay, max: options.config.servers.maxReconnectDelay },
+    random: Math.random,
+    log: { info: (fields, message) => log.info(fields, message), warn: (fields, message) => log.warn(fields, message) },
+  })
+  const serverSource: CollectionSource = { name: 'servers', type: 'server', resource: 'server', schema: ServerSchema, list: () => servers.list(), get: (id) => servers.get(id) }
+  const sources = [
+    ...collectionSources({ driver, directory, acl, tasks }),
+    ...(backups === undefined ? [] : backupSources(backups)),
+    serverSource,
+    proxySource(options.config.proxies),
+  ]
   const sourceNamed = (name: string): CollectionSource => {
     const source = sources.find((candidate) => candidate.name === name)
     if (source === undefined) throw new Error(`no collection ${name}`)
@@ -221,6 +250,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       sourceOfResource: (resource) => sources.find((source) => source.resource === resource),
     }),
     ...tokenRoutes(tokens, options.config.authentication),
+    ...serverRoutes({ registry: servers, servers: serverSource, tasks, taskSource: sourceNamed('tasks'), cache }),
     ...dashboardRoutes({ driver, clock }),
     ...operationsRoutes({ db, driver, metrics, authenticator, metricsToken: options.config.metrics.token }),
     ...live.routes,
@@ -266,6 +296,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     requestLog: serviceLog.request,
   })
 
+  servers.start()
+
   let closed = false
   return {
     server,
@@ -275,6 +307,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     driver,
     bus,
     tasks,
+    servers,
     installationId,
     log,
     listen: (port, host) =>
@@ -304,6 +337,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       acl.close()
       metrics.close()
       versions.close()
+      await servers.close()
       unsubscribeDriver()
       await workers.close()
       await driver.close()

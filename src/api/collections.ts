@@ -21,6 +21,7 @@ const infrastructure: ReadonlyArray<readonly [name: string, type: string, resour
   ['srs', 'SR', 'sr'],
   ['vdis', 'VDI', 'vdi'],
   ['vdi-snapshots', 'VDI-snapshot', 'vdi-snapshot'],
+  ['vdi-unmanaged', 'VDI-unmanaged', 'vdi-unmanaged'],
   ['vbds', 'VBD', 'vbd'],
   ['vifs', 'VIF', 'vif'],
   ['pifs', 'PIF', 'pif'],
@@ -31,6 +32,7 @@ const infrastructure: ReadonlyArray<readonly [name: string, type: string, resour
   ['pcis', 'PCI', 'pci'],
   ['pgpus', 'PGPU', 'pgpu'],
   ['vgpus', 'vgpu', 'vgpu'],
+  ['gpu-groups', 'gpuGroup', 'gpuGroup'],
   ['vtpms', 'VTPM', 'vtpm'],
 ]
 

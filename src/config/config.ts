@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { parse as parseToml } from 'smol-toml'
 import { parseDuration } from './duration.js'
+import { isUuid } from '../uuid.js'
 
 export class ConfigError extends Error {
   readonly key: string
@@ -60,6 +62,46 @@ const absolutePathsReader: Reader<readonly string[] | undefined> = (value, key) 
   return value.map((item) => resolve(item))
 }
 
+/** A `[[proxies]]` entry: a backup proxy the reference would list, served as `/rest/v0/proxies`. */
+export interface ProxyConfig {
+  readonly id: string
+  readonly name: string
+  readonly url: string
+  readonly version?: string
+  readonly address?: string
+  readonly vmUuid?: string
+}
+
+/** Without an `id`, one is derived from the name, so that it stays the same from one start to the next. */
+function derivedId(name: string): string {
+  const hex = createHash('sha256').update(`keel proxy\0${name}`).digest('hex')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
+
+const proxiesReader: Reader<readonly ProxyConfig[]> = (value, key) => {
+  if (!Array.isArray(value)) throw new ConfigError(key, 'expected [[proxies]] tables')
+  const proxies = value.map((item: unknown, index): ProxyConfig => {
+    const at = `${key}[${index}]`
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new ConfigError(at, 'expected a table')
+    const table = item as Record<string, unknown>
+    for (const field of Object.keys(table)) {
+      if (!['id', 'name', 'url', 'version', 'address', 'vmUuid'].includes(field)) throw new ConfigError(`${at}.${field}`, 'unknown key')
+    }
+    const name = stringReader()(table['name'], `${at}.name`)
+    const url = stringReader()(table['url'], `${at}.url`)
+    // The URL may carry the proxy's credentials: the message does not repeat it.
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new ConfigError(`${at}.url`, 'expected an http(s) URL')
+    const optional = (field: string): Record<string, string> =>
+      table[field] === undefined ? {} : { [field]: stringReader()(table[field], `${at}.${field}`) }
+    const id = table['id'] === undefined ? derivedId(name) : stringReader()(table['id'], `${at}.id`)
+    if (!isUuid(id)) throw new ConfigError(`${at}.id`, `expected a lower-case UUID, got ${JSON.stringify(id)}`)
+    return { id, name, url, ...optional('version'), ...optional('address'), ...optional('vmUuid') }
+  })
+  const ids = new Set(proxies.map((proxy) => proxy.id))
+  if (ids.size !== proxies.length) throw new ConfigError(key, 'two proxies have the same id (or name)')
+  return proxies
+}
+
 /** TOML section → our field name, and each key's reader and default. */
 const sections = {
   http: {
@@ -107,6 +149,13 @@ const sections = {
     field: 'metrics',
     keys: { token: { read: optionalStringReader, default: undefined } },
   },
+  servers: {
+    field: 'servers',
+    keys: {
+      reconnectDelay: { read: durationReader, default: 1000 },
+      maxReconnectDelay: { read: durationReader, default: 60_000 },
+    },
+  },
   log: {
     field: 'log',
     keys: {
@@ -121,13 +170,16 @@ const sections = {
 
 type Sections = typeof sections
 /** The configuration as Keel reads it: one field per section, each key typed by its reader. */
-export type Config = {
+type SectionsConfig = {
   readonly [S in keyof Sections as Sections[S]['field']]: {
     readonly [K in keyof Sections[S]['keys']]: Sections[S]['keys'][K] extends { read: Reader<infer T> } ? T : never
   }
 }
 
-export type ConfigOverrides = { [S in keyof Config]?: Partial<Config[S]> }
+/** The sections, and the `[[proxies]]` array of tables. */
+export type Config = SectionsConfig & { readonly proxies: readonly ProxyConfig[] }
+
+export type ConfigOverrides = { [S in keyof SectionsConfig]?: Partial<SectionsConfig[S]> } & { proxies?: readonly ProxyConfig[] }
 
 /**
  * Builds the configuration from defaults, then the TOML file, then overrides
@@ -155,7 +207,12 @@ export function loadConfig(file?: string, overrides: ConfigOverrides = {}): Conf
     for (const [key, spec] of Object.entries(section.keys)) values[key] = spec.default
     result[section.field] = values
   }
+  let proxies: readonly ProxyConfig[] = []
   for (const [name, value] of Object.entries(document)) {
+    if (name === 'proxies') {
+      proxies = proxiesReader(value, name)
+      continue
+    }
     const section = (sections as Record<string, (typeof sections)[keyof typeof sections]>)[name]
     if (section === undefined) throw new ConfigError(name, 'unknown section')
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(name, 'expected a table')
@@ -166,10 +223,11 @@ export function loadConfig(file?: string, overrides: ConfigOverrides = {}): Conf
       target[key] = spec.read(raw, `${name}.${key}`)
     }
   }
-  for (const [field, values] of Object.entries(overrides)) {
+  const { proxies: proxiesOverride, ...sectionOverrides } = overrides
+  for (const [field, values] of Object.entries(sectionOverrides)) {
     Object.assign(result[field] as Record<string, unknown>, values)
   }
-  const config = result as unknown as Config
+  const config = { ...result, proxies: proxiesOverride ?? proxies } as unknown as Config
   if (config.authentication.defaultTokenValidity > config.authentication.maxTokenValidity) {
     throw new ConfigError('authentication.defaultTokenValidity', 'must not exceed authentication.maxTokenValidity')
   }

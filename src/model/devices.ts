@@ -49,9 +49,27 @@ export const VgpuSchema = xapiRecord(
   'A virtual GPU of a VM',
 )
 
+export const GpuGroupSchema = xapiRecord(
+  'GpuGroup',
+  'gpuGroup',
+  {
+    allocation: Type.String({ description: 'how vGPUs are placed on its GPUs: breadth_first or depth_first' }),
+    enabledVgpuTypes: Links('ids of the vGPU types enabled'),
+    gpuTypes: Type.Array(Type.String(), { description: 'the PCI ids of the GPUs it groups' }),
+    name_description: Type.String(),
+    name_label: Type.String(),
+    otherConfig: StringDict(),
+    pgpus: Links('ids of its physical GPUs'),
+    supportedVgpuTypes: Links('ids of the vGPU types supported'),
+    vgpus: Links('ids of the vGPUs placed on it'),
+  },
+  'A group of identical physical GPUs of a pool, where vGPUs are placed',
+)
+
 export const VtpmSchema = xapiRecord('Vtpm', 'VTPM', { vm: Link('id of the VM') }, 'A virtual TPM of a VM')
 
 export type PciRecord = Static<typeof PciSchema>
 export type PgpuRecord = Static<typeof PgpuSchema>
 export type VgpuRecord = Static<typeof VgpuSchema>
+export type GpuGroupRecord = Static<typeof GpuGroupSchema>
 export type VtpmRecord = Static<typeof VtpmSchema>

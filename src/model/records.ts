@@ -1,11 +1,11 @@
 import type { TObject } from '@sinclair/typebox'
 import { AlarmSchema } from './alarm.js'
-import { PciSchema, PgpuSchema, VgpuSchema, VtpmSchema } from './devices.js'
+import { GpuGroupSchema, PciSchema, PgpuSchema, VgpuSchema, VtpmSchema } from './devices.js'
 import { HostSchema } from './host.js'
 import { MessageSchema } from './message.js'
 import { NetworkSchema, PifSchema, VifSchema } from './network.js'
 import { PoolSchema } from './pool.js'
-import { PbdSchema, SmSchema, SrSchema, VbdSchema, VdiSchema, VdiSnapshotSchema } from './storage.js'
+import { PbdSchema, SmSchema, SrSchema, VbdSchema, VdiSchema, VdiSnapshotSchema, VdiUnmanagedSchema } from './storage.js'
 import { VmControllerSchema, VmSchema, VmSnapshotSchema, VmTemplateSchema } from './vm.js'
 
 export * from './alarm.js'
@@ -31,6 +31,7 @@ export const recordSchemas: Readonly<Record<string, TObject>> = {
   SR: SrSchema,
   VDI: VdiSchema,
   'VDI-snapshot': VdiSnapshotSchema,
+  'VDI-unmanaged': VdiUnmanagedSchema,
   VBD: VbdSchema,
   VIF: VifSchema,
   PIF: PifSchema,
@@ -42,5 +43,6 @@ export const recordSchemas: Readonly<Record<string, TObject>> = {
   PCI: PciSchema,
   PGPU: PgpuSchema,
   vgpu: VgpuSchema,
+  gpuGroup: GpuGroupSchema,
   VTPM: VtpmSchema,
 }

@@ -83,6 +83,13 @@ export const VdiSnapshotSchema = xapiRecord(
   'A snapshot of a virtual disk',
 )
 
+export const VdiUnmanagedSchema = xapiRecord(
+  'VdiUnmanaged',
+  'VDI-unmanaged',
+  { ...vdiProperties, $VBDs: Type.Array(Type.String(), { maxItems: 0, description: 'always empty: an unmanaged disk is plugged into no VM' }) },
+  'A disk XAPI lists with managed=false (the base copy of a VHD chain, for instance): visible, never managed',
+)
+
 export const VbdSchema = xapiRecord(
   'Vbd',
   'VBD',
@@ -132,6 +139,7 @@ export const SmSchema = xapiRecord(
 export type SrRecord = Static<typeof SrSchema>
 export type VdiRecord = Static<typeof VdiSchema>
 export type VdiSnapshotRecord = Static<typeof VdiSnapshotSchema>
+export type VdiUnmanagedRecord = Static<typeof VdiUnmanagedSchema>
 export type VbdRecord = Static<typeof VbdSchema>
 export type PbdRecord = Static<typeof PbdSchema>
 export type SmRecord = Static<typeof SmSchema>

@@ -9,7 +9,7 @@ type Obj = Record<string, unknown> & { href?: string; id?: string }
 const collections = [
   'vms', 'vm-snapshots', 'vm-templates', 'vm-controllers', 'hosts', 'pools', 'srs', 'vdis', 'vdi-snapshots',
   'vbds', 'vifs', 'pifs', 'pbds', 'sms', 'networks', 'messages', 'alarms', 'users', 'groups', 'tasks',
-  'pcis', 'pgpus', 'vgpus', 'vtpms',
+  'pcis', 'pgpus', 'vgpus', 'vtpms', 'gpu-groups', 'vdi-unmanaged', 'proxies', 'servers',
 ]
 
 async function list<T = Obj>(server: TestServer, path: string): Promise<T[]> {

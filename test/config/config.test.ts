@@ -68,6 +68,13 @@ const bad: Array<[string, string, string]> = [
   ['repository root not a list', '[backups]\nrepositoryRoots = "/srv/backups"\n', 'backups.repositoryRoots'],
   ['log bound below 4 KiB', '[log]\nmaxBufferedBytes = 1024\n', 'log.maxBufferedBytes'],
   ['log bound as text', '[log]\nmaxBufferedBytes = "16 MiB"\n', 'log.maxBufferedBytes'],
+  ['bad reconnect delay', '[servers]\nreconnectDelay = "soon"\n', 'servers.reconnectDelay'],
+  ['proxies as one table', '[proxies]\nname = "p"\n', 'proxies'],
+  ['proxy without url', '[[proxies]]\nname = "p"\n', 'proxies[0].url'],
+  ['proxy url not http', '[[proxies]]\nname = "p"\nurl = "ftp://h/"\n', 'proxies[0].url'],
+  ['proxy unknown key', '[[proxies]]\nname = "p"\nurl = "https://h/"\nport = 1\n', 'proxies[0].port'],
+  ['proxy id not a uuid', '[[proxies]]\nname = "p"\nurl = "https://h/"\nid = "p1"\n', 'proxies[0].id'],
+  ['two proxies of one name', '[[proxies]]\nname = "p"\nurl = "https://a/"\n[[proxies]]\nname = "p"\nurl = "https://b/"\n', 'proxies'],
 ]
 for (const [name, text, key] of bad) {
   t.test(`${name} stops the start naming ${key}`, async (t) => {
@@ -110,4 +117,27 @@ t.test('durations', async (t) => {
     [{}, undefined],
   ]
   for (const [input, expected] of table) t.equal(parseDuration(input), expected, String(input))
+})
+
+t.test('[servers] and [[proxies]]', async (t) => {
+  const defaults = loadConfig()
+  t.same(defaults.servers, { reconnectDelay: 1000, maxReconnectDelay: 60_000 })
+  t.same(defaults.proxies, [])
+  const path = file(
+    'proxies.toml',
+    '[servers]\nreconnectDelay = "2 seconds"\n\n[[proxies]]\nname = "proxy-1"\nurl = "https://token@10.0.0.9/"\nversion = "0.29.29"\n\n' +
+      '[[proxies]]\nid = "e625ea0c-a876-405a-b838-109d762efe88"\nname = "proxy-2"\nurl = "https://10.0.0.10/"\nvmUuid = "7330139d-288f-2248-5986-d508ea71f12c"\n',
+  )
+  const config = loadConfig(path)
+  t.equal(config.servers.reconnectDelay, 2000)
+  t.equal(config.proxies.length, 2)
+  t.match(config.proxies[0], { name: 'proxy-1', url: 'https://token@10.0.0.9/', version: '0.29.29', id: /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-8[0-9a-f]{3}-[0-9a-f]{12}$/ })
+  t.equal(loadConfig(path).proxies[0]?.id, config.proxies[0]?.id, 'a derived id is the same at every start')
+  t.same(config.proxies[1], {
+    id: 'e625ea0c-a876-405a-b838-109d762efe88',
+    name: 'proxy-2',
+    url: 'https://10.0.0.10/',
+    vmUuid: '7330139d-288f-2248-5986-d508ea71f12c',
+  })
+  t.same(loadConfig(path, { proxies: [] }).proxies, [], 'overrides replace the list')
 })

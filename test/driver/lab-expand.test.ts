@@ -39,6 +39,7 @@ t.test('the demo lab has the promised objects', async (t) => {
     'VM-snapshot': 2,
     'VDI-snapshot': 3,
     message: 6,
+    gpuGroup: 1,
   })
   const pool = ofType('pool')[0]
   const master = byId.get(String(pool?.['master']))

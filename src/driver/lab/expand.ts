@@ -1,5 +1,5 @@
 import type { XoRecord } from '../types.js'
-import type { HostRecord, MessageRecord, NetworkRecord, PbdRecord, PifRecord, PoolRecord, SmRecord, SrRecord } from '../../model/records.js'
+import type { GpuGroupRecord, HostRecord, MessageRecord, NetworkRecord, PbdRecord, PifRecord, PoolRecord, SmRecord, SrRecord } from '../../model/records.js'
 import { HOST_HARDWARE, HYPERVISOR, SR_DRIVERS } from './catalog.js'
 import {
   ExpandContext,
@@ -78,6 +78,25 @@ function expandPool(context: ExpandContext, spec: PoolSpec): void {
   for (const template of spec.templates) pool.templates.set(template.name, addTemplate(context, pool, template))
   for (const vm of spec.vms) addVm(context, pool, vm)
   for (const message of spec.messages ?? []) addMessage(context, pool, message)
+  addGpuGroup(context, pool)
+}
+
+/** XAPI keeps a GPU group per pool even without GPUs: vGPU placement starts from it. */
+function addGpuGroup(context: ExpandContext, pool: PoolScope): void {
+  const key = `gpu-group:${pool.name}`
+  context.add<GpuGroupRecord>({
+    type: 'gpuGroup',
+    ...context.base(key, pool.id),
+    allocation: 'depth_first',
+    enabledVgpuTypes: [],
+    gpuTypes: [],
+    name_description: '',
+    name_label: 'Group of lab GPUs',
+    otherConfig: {},
+    pgpus: [],
+    supportedVgpuTypes: [],
+    vgpus: [],
+  })
 }
 
 function addHost(context: ExpandContext, pool: PoolScope, spec: HostSpec): HostEntry {
