@@ -36,6 +36,12 @@ function failure(error: unknown, ref: string, cls: string): unknown {
   }
 }
 
+const operationContext = (context: CallContext) => ({
+  signal: context.signal,
+  userId: SIMULATOR_USER,
+  progress: (percent: number) => context.progress(percent / 100),
+})
+
 async function perform(context: CallContext, cls: string, ref: XmlRpcValue | undefined, action: string, params: Record<string, unknown> = {}): Promise<Created | undefined> {
   const record = labObject(context, cls, ref)
   if (cls === 'VM' && record.type !== 'VM') {
@@ -43,11 +49,7 @@ async function perform(context: CallContext, cls: string, ref: XmlRpcValue | und
     throw new XapiFailure('VM_IS_TEMPLATE', text(ref))
   }
   try {
-    return await context.driver.perform(record, action, params, {
-      signal: context.signal,
-      userId: SIMULATOR_USER,
-      progress: (percent) => context.progress(percent / 100),
-    })
+    return await context.driver.perform(record, action, params, operationContext(context))
   } catch (error) {
     throw failure(error, text(ref), cls)
   }
@@ -72,7 +74,7 @@ async function destroy(context: CallContext, cls: string, ref: XmlRpcValue | und
   const record = labObject(context, cls, ref)
   if (!context.driver.capabilities.destroy.includes(record.type)) throw operationNotAllowed(`a ${record.type} cannot be destroyed here`)
   try {
-    await context.driver.destroy(record, { signal: context.signal, userId: SIMULATOR_USER, progress: (percent) => context.progress(percent / 100) })
+    await context.driver.destroy(record, operationContext(context))
   } catch (error) {
     throw failure(error, text(ref), cls)
   }
@@ -207,6 +209,16 @@ const asyncOnes: Readonly<Record<string, Handler>> = {
   'VDI.create': (context, [record]) => createVdi(context, (record ?? {}) as XmlRpcStruct),
   'VDI.destroy': (context, [ref]) => destroy(context, 'VDI', ref),
   'VDI.resize': (context, [ref, size]) => resizeVdi(context, ref, size),
+  // driver_params (SM-specific) are taken and ignored, as the lab has no SM backends.
+  'VDI.snapshot': async (context, [ref]) => {
+    const record = labObject(context, 'VDI', ref)
+    if (record.type !== 'VDI') throw operationNotAllowed(`${text(ref)} is a snapshot`)
+    try {
+      return createdRef(context, await context.driver.snapshotVdi(record, operationContext(context)))
+    } catch (error) {
+      throw failure(error, text(ref), 'VDI')
+    }
+  },
 }
 
 /** Lifecycle messages, run on the lab's operations, each also as Async.<Class>.<message>. */

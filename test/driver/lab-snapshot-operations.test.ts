@@ -171,3 +171,21 @@ t.test('issue 26: a snapshot takes the other_config its taker gives, durably, an
   t.match(otherOf(marked?.id), { [INSTALLATION_MARK]: 'of-the-taker', 'xo:backup:job': 'job-1' })
   t.same(problems(driver), [])
 })
+
+t.test('snapshotVdi: one disk snapshotted on its own, outside the REST catalogue', async (t) => {
+  const { driver } = await openLab(t)
+  const vm = vmOf(named(driver, 'VM', 'web-01'))
+  const vdiId = String(current(driver, vm.$VBDs[0] ?? '')['VDI'])
+  const ctx = context()
+  const created = await driver.snapshotVdi(current(driver, vdiId), ctx)
+  t.ok(progressComplete(ctx.reported), 'progress')
+  const snapshot = current(driver, created.id) as unknown as VdiSnapshotRecord
+  const vdi = current(driver, vdiId)
+  t.same([created.type, snapshot.type, snapshot.$snapshot_of, snapshot.$SR, snapshot.size], ['VDI-snapshot', 'VDI-snapshot', vdiId, vdi['$SR'], vdi['size']])
+  t.ok(field<string[]>(vdi, 'snapshots').includes(snapshot.id), 'the disk lists it')
+  t.same(snapshot.$VBDs, [], 'plugged into nothing')
+  t.equal(driver.capabilities.actions['VDI']?.includes('snapshot'), false, 'not declared as a REST action')
+  const refused = await failure(driver.snapshotVdi(current(driver, created.id), context()))
+  t.equal(refused.code, 'NO_SUCH_OBJECT', 'a snapshot of a snapshot is not served')
+  t.same(problems(driver), [])
+})

@@ -16,6 +16,7 @@ import { perform } from './operations/perform.js'
 import { Plan } from './operations/plan.js'
 import { operation, type LabEnv } from './operations/run.js'
 import { setTag } from './operations/tags.js'
+import { snapshotVdi } from './operations/vdi-snapshot.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
 import type { LabChange, LabStore } from './store.js'
@@ -191,6 +192,15 @@ export class LabDriver implements Driver, LabStore {
     const destroyer = destroyerOf(object.type)
     if (destroyer === undefined) throw notDeclared(object, 'DELETE')
     await destroyer(operation(this.#env, context), object)
+  }
+
+  /** One disk's snapshot, outside the REST catalogue (which has none): for the XAPI simulator's VDI.snapshot. */
+  async snapshotVdi(object: XoRecord, context: OperationContext): Promise<Created> {
+    if (object.type !== 'VDI') throw notDeclared(object, 'snapshot')
+    const op = operation(this.#env, context)
+    const created = await snapshotVdi(op, object)
+    op.progress.set(1)
+    return created
   }
 
   async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {
