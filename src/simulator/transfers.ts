@@ -96,6 +96,12 @@ export class Transfers {
     const handler = this.#routes[route]
     if (handler === undefined) return false
     const task = url.searchParams.get('task_id') ?? undefined
+    // task.cancel stops the transfer where it is: the connection goes, and an import's write session is aborted with it.
+    const cancel = task === undefined ? undefined : this.#tasks.transfer(task)
+    cancel?.addEventListener('abort', () => {
+      request.destroy(new Error('the task was cancelled'))
+      response.destroy()
+    })
     const work = handler(url.searchParams, request, response, hostRef)
     work.then(
       (value) => {
@@ -103,6 +109,7 @@ export class Transfers {
       },
       (error: unknown) => {
         if (error instanceof Redirect) {
+          if (task !== undefined) this.#tasks.release(task)
           request.resume()
           response.writeHead(302, { location: error.location, connection: 'close', 'content-length': 0 })
           response.end()
