@@ -187,6 +187,29 @@ t.test('a VDI on an SR local to another host: the disk handlers answer 302 there
 
   const shared = await scratchVdi(xapi, session)
   t.equal((await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${shared}`, { redirect: 'manual' })).status, 200, 'a shared SR\u2019s VDI is served where asked')
+  const vms = await xapi.call<Records>('VM.get_all_records', [session])
+  const halted = Object.entries(vms).find(([, r]) => r['power_state'] === 'Halted' && r['is_a_template'] === false && (r['VBDs'] as string[]).length > 0)?.[0]
+  const xva = Buffer.from(await (await fetch(`${xapi.url}/export?session_id=${session}&ref=${halted}`, { redirect: 'manual' })).arrayBuffer())
+  const count = (await xapi.call<string[]>('VM.get_all', [session])).length
+  const importTask = await xapi.call<string>('task.create', [session, 'import', ''])
+  const importQuery = `session_id=${session}&sr_id=${local}&task_id=${importTask}`
+  const sent = await fetch(`${xapi.url}/import?${importQuery}`, { method: 'PUT', body: xva, redirect: 'manual' })
+  t.equal(sent.status, 302, 'an XVA for a member\u2019s local SR goes to that member')
+  t.equal(sent.headers.get('location'), `http://${address}:${port}/import?${importQuery}`)
+  t.equal((await xapi.call<string[]>('VM.get_all', [session])).length, count, 'the master imported nothing')
+  await (await fetch(String(sent.headers.get('location')), { method: 'PUT', body: xva })).arrayBuffer()
+  const imported = /OpaqueRef:[^<]+/.exec(String((await taskOutcome(xapi, session, importTask))['result']))?.[0] ?? ''
+  const vbds = await xapi.call<string[]>('VM.get_VBDs', [session, imported])
+  const disk = await xapi.call<string>('VBD.get_VDI', [session, vbds[0]])
+  t.equal(await xapi.call('VDI.get_SR', [session, disk]), local, 'the member put its disks on its SR')
+
+  const exportQuery = `session_id=${session}&ref=${imported}`
+  const asked = await fetch(`${xapi.url}/export?${exportQuery}`, { redirect: 'manual' })
+  t.equal(asked.status, 302, 'a VM whose disks are on a member\u2019s local SR is exported by that member')
+  t.equal(asked.headers.get('location'), `http://${address}:${port}/export?${exportQuery}`)
+  const again = Buffer.from(await (await fetch(String(asked.headers.get('location')))).arrayBuffer())
+  t.ok(again.length > 0 && again.subarray(0, 7).toString() === 'ova.xml', 'that member sends the XVA')
+  t.equal((await fetch(`${xapi.url}/export?session_id=${session}&ref=${halted}`, { redirect: 'manual' })).status, 200, 'a VM on shared storage is exported where asked')
 })
 
 /** A PUT whose body is sent in part, then held: answers the request (to send more or end) once the handler has answered. */
