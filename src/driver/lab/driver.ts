@@ -11,7 +11,7 @@ import { IndexWaits } from '../index-waits.js'
 import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, WaitForOptions, XoRecord } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { expandLab } from './expand.js'
-import { actionHandler, destroyerOf, labCapabilities, settersOf } from './capabilities.js'
+import { actionHandler, creatorOf, destroyerOf, labCapabilities, settersOf } from './capabilities.js'
 import { perform } from './operations/perform.js'
 import { Plan } from './operations/plan.js'
 import { operation, type LabEnv } from './operations/run.js'
@@ -192,6 +192,15 @@ export class LabDriver implements Driver, LabStore {
     const destroyer = destroyerOf(object.type)
     if (destroyer === undefined) throw notDeclared(object, 'DELETE')
     await destroyer(operation(this.#env, context), object)
+  }
+
+  async create(type: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created> {
+    const creator = creatorOf(type)
+    if (creator === undefined) throw new KeelError('NO_SUCH_OBJECT', `${type} cannot be created here`, { type, operation: 'POST' })
+    const op = operation(this.#env, context)
+    const created = await creator(op, params)
+    op.progress.set(1)
+    return created
   }
 
   /** One disk's snapshot, outside the REST catalogue (which has none): for the XAPI simulator's VDI.snapshot. */
