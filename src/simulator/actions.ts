@@ -9,10 +9,10 @@ import { handleInvalid, operationNotAllowed, vmBadPowerState, XapiFailure } from
 /** The user the simulator's lab operations are recorded as (and the seeded lab's creator). */
 export const SIMULATOR_USER = 'xapi-simulator'
 
-const text = (value: XmlRpcValue | undefined): string => (typeof value === 'string' ? value : String(value))
+export const text = (value: XmlRpcValue | undefined): string => (typeof value === 'string' ? value : String(value))
 
 /** The lab record behind a ref of class `cls`, or HANDLE_INVALID. */
-function labObject(context: CallContext, cls: string, ref: XmlRpcValue | undefined): XoRecord {
+export function labObject(context: CallContext, cls: string, ref: XmlRpcValue | undefined): XoRecord {
   const stored = context.db.expect(cls, text(ref))
   const record = context.feed.labRecord(stored.ref)
   if (record === undefined || record['_xapiRef'] !== stored.ref) throw handleInvalid(cls, stored.ref)
@@ -36,7 +36,7 @@ function failure(error: unknown, ref: string, cls: string): unknown {
   }
 }
 
-const operationContext = (context: CallContext) => ({
+export const operationContext = (context: CallContext) => ({
   signal: context.signal,
   userId: SIMULATOR_USER,
   progress: (percent: number) => context.progress(percent / 100),
@@ -56,7 +56,7 @@ async function perform(context: CallContext, cls: string, ref: XmlRpcValue | und
 }
 
 /** The ref of what an operation created (the lab feed has already added it). */
-function createdRef(context: CallContext, created: Created | undefined): string {
+export function createdRef(context: CallContext, created: Created | undefined): string {
   const record = created === undefined ? undefined : context.driver.getObject(created.id)
   if (record === undefined) throw new XapiFailure('INTERNAL_ERROR', 'the operation created nothing')
   return String(record['_xapiRef'])
@@ -221,7 +221,9 @@ const asyncOnes: Readonly<Record<string, Handler>> = {
   },
 }
 
+/** Handlers offered as Async.<Class>.<message> too. */
+export const withAsync = (handlers: Readonly<Record<string, Handler>>): Readonly<Record<string, Explicit>> =>
+  Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler, async: true }]))
+
 /** Lifecycle messages, run on the lab's operations, each also as Async.<Class>.<message>. */
-export const actionHandlers: Readonly<Record<string, Explicit>> = Object.fromEntries(
-  Object.entries(asyncOnes).map(([method, handler]) => [method, { handler, async: true }]),
-)
+export const actionHandlers: Readonly<Record<string, Explicit>> = withAsync(asyncOnes)

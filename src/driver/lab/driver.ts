@@ -17,6 +17,7 @@ import { Plan } from './operations/plan.js'
 import { operation, type LabEnv } from './operations/run.js'
 import { setTag } from './operations/tags.js'
 import { snapshotVdi } from './operations/vdi-snapshot.js'
+import { createBlankVm, type BlankVm } from './operations/new-vm.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
 import type { LabChange, LabStore } from './store.js'
@@ -208,6 +209,15 @@ export class LabDriver implements Driver, LabStore {
     if (object.type !== 'VDI') throw notDeclared(object, 'snapshot')
     const op = operation(this.#env, context)
     const created = await snapshotVdi(op, object)
+    op.progress.set(1)
+    return created
+  }
+
+  /** A halted VM with no devices from XAPI's VM.create fields, outside the REST catalogue (which creates VMs from templates): for the XAPI simulator. */
+  async createBlankVm(pool: XoRecord, fields: BlankVm, context: OperationContext): Promise<Created> {
+    if (pool.type !== 'pool') throw notDeclared(pool, 'VM.create')
+    const op = operation(this.#env, context)
+    const created = await createBlankVm(op, pool.id, fields)
     op.progress.set(1)
     return created
   }
