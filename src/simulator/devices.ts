@@ -9,10 +9,11 @@ import { handleInvalid, operationNotAllowed, vmBadPowerState, XapiFailure } from
 
 /**
  * VBDs, VIFs and blank VMs, on the lab's device operations: VBD and VIF
- * create, destroy, plug and unplug, VM.create, and the devices a VM still
+ * create, destroy, plug and unplug, a CD drive's insert and eject, VM.create, and the devices a VM still
  * has free, with XAPI's errors (datamodel_errors.ml): DEVICE_ALREADY_ATTACHED
  * and DEVICE_ALREADY_DETACHED [device], DEVICE_ALREADY_EXISTS [number],
- * VM_BAD_POWER_STATE [vm, running, actual], MAC_INVALID [mac].
+ * VM_BAD_POWER_STATE [vm, running, actual], MAC_INVALID [mac], VBD_NOT_EMPTY and
+ * VBD_IS_EMPTY [vbd].
  */
 
 /** Device slots XAPI offers an HVM guest: disks 0 to 15, interfaces 0 to 6. */
@@ -143,6 +144,23 @@ const destroying =
     return ''
   }
 
+/** VBD.insert and VBD.eject: a CD drive's disk, the VM in any state. */
+const media =
+  (inserting: boolean): Handler =>
+  async (context, [ref, vdiRef]) => {
+    const vbd = labObject(context, 'VBD', ref)
+    const vdi = inserting ? labObject(context, 'VDI', vdiRef) : undefined
+    try {
+      await context.driver.changeMedia(vbd, vdi?.id, operationContext(context))
+    } catch (error) {
+      const property = isKeelError(error) ? error.data?.['property'] : undefined
+      if (property === 'is_cd_drive') throw new XapiFailure('VBD_NOT_REMOVABLE_MEDIA', text(ref))
+      if (property === 'VDI') throw new XapiFailure(inserting ? 'VBD_NOT_EMPTY' : 'VBD_IS_EMPTY', text(ref))
+      throw deviceFailure(context, error, 'VBD', text(ref))
+    }
+    return ''
+  }
+
 /** XAPI's VM.create: a halted VM with no devices; memory and CPU fields as XAPI checks them, the rest of its settings from the lab's template. */
 async function createVm(context: CallContext, args: XmlRpcStruct): Promise<string> {
   const memory = (field: string): number => integer(args[field], field) ?? 0
@@ -182,6 +200,8 @@ export const deviceHandlers: Readonly<Record<string, Explicit>> = {
     'VBD.destroy': destroying('VBD'),
     'VBD.plug': plugging('VBD', 'connect'),
     'VBD.unplug': plugging('VBD', 'disconnect'),
+    'VBD.insert': media(true),
+    'VBD.eject': media(false),
     'VIF.create': (context, [args]) => createVif(context, (args ?? {}) as XmlRpcStruct),
     'VIF.destroy': destroying('VIF'),
     'VIF.plug': plugging('VIF', 'connect'),

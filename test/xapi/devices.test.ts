@@ -106,13 +106,24 @@ t.test('VM.create, then VBD and VIF create, plug, unplug and destroy, with XAPI\
   t.equal(await xapi.call('VIF.destroy', [session, vif]), '')
   t.same(await xapi.call('VM.get_VIFs', [session, vm]), [])
 
+  const iso = Object.entries(srs).find(([, r]) => r['content_type'] === 'iso' && (r['VDIs'] as string[]).length > 0)?.[1]?.['VDIs'] as string[] | undefined
+  const cd = await xapi.call<string>('VBD.create', [session, { ...vbdArgs, VDI: 'OpaqueRef:NULL', empty: true, type: 'CD', mode: 'RO', userdevice: '3', bootable: false }])
+  t.match(await xapi.call('VBD.get_record', [session, cd]), { type: 'CD', mode: 'RO', empty: true, VDI: 'OpaqueRef:NULL' })
+  t.equal(await xapi.call('VBD.insert', [session, cd, iso?.[0]]), '', 'a disk goes into the CD drive of a running VM')
+  t.match(await xapi.call('VBD.get_record', [session, cd]), { empty: false, VDI: iso?.[0] })
+  t.same(await xapi.json('VBD.insert', [session, cd, iso?.[0]]), { error: ['VBD_NOT_EMPTY', cd] })
+  t.same(await xapi.json('VBD.insert', [session, vbd, iso?.[0]]), { error: ['VBD_NOT_REMOVABLE_MEDIA', vbd] })
+  t.equal(await xapi.call('VBD.eject', [session, cd]), '')
+  t.match(await xapi.call('VBD.get_record', [session, cd]), { empty: true, VDI: 'OpaqueRef:NULL' })
+  t.same(await xapi.json('VBD.eject', [session, cd]), { error: ['VBD_IS_EMPTY', cd] })
+
   const created = await settled(xapi, session, await xapi.call<string>('Async.VM.create', [session, blank('async')]))
   t.match(created, { status: 'success' })
   t.equal(await xapi.call('VM.get_name_label', [session, String(decodeXmlRpc(String(created['result'])))]), 'async')
   const over = await xapi.xml('VBD.create', [session, { ...vbdArgs, VM: vm, VDI: extra, userdevice: '5', bootable: false }])
   t.ok('value' in over, 'over XML-RPC too')
   const methods = await xapi.call<string[]>('system.listMethods', [])
-  for (const method of ['VBD.create', 'VBD.destroy', 'VBD.plug', 'VBD.unplug', 'VIF.create', 'VIF.destroy', 'VIF.plug', 'VIF.unplug', 'VM.create']) {
+  for (const method of ['VBD.create', 'VBD.destroy', 'VBD.plug', 'VBD.unplug', 'VBD.insert', 'VBD.eject', 'VIF.create', 'VIF.destroy', 'VIF.plug', 'VIF.unplug', 'VM.create']) {
     t.ok(methods.includes(method) && methods.includes(`Async.${method}`), method)
   }
 })

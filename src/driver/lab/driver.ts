@@ -18,6 +18,7 @@ import { operation, type LabEnv } from './operations/run.js'
 import { setTag } from './operations/tags.js'
 import { snapshotVdi } from './operations/vdi-snapshot.js'
 import { createBlankVm, type BlankVm } from './operations/new-vm.js'
+import { changeMedia } from './operations/devices.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
 import type { LabChange, LabStore } from './store.js'
@@ -220,6 +221,14 @@ export class LabDriver implements Driver, LabStore {
     const created = await createBlankVm(op, pool.id, fields)
     op.progress.set(1)
     return created
+  }
+
+  /** A disk put into an empty CD drive, or taken out (`vdiId` undefined), outside the REST catalogue: for the XAPI simulator's VBD.insert and VBD.eject. */
+  async changeMedia(vbd: XoRecord, vdiId: string | undefined, context: OperationContext): Promise<void> {
+    if (vbd.type !== 'VBD') throw notDeclared(vbd, 'media')
+    const op = operation(this.#env, context)
+    await changeMedia(op, vbd, vdiId)
+    op.progress.set(1)
   }
 
   async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {

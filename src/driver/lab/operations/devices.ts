@@ -12,6 +12,7 @@ import {
   type ActionHandler,
   type Params,
 } from './params.js'
+import { addToList, removeFromList } from './lists.js'
 import type { Plan } from './plan.js'
 import { notAttached, removeVbd, removeVif } from './removal.js'
 import { preview, Run, type Operation } from './run.js'
@@ -142,4 +143,29 @@ export function removeDevice(type: Device): (plan: Plan, id: string) => void {
     if (type === 'VBD') removeVbd(plan, id)
     else removeVif(plan, id)
   }
+}
+
+/**
+ * A disk put into an empty CD drive (`vdiId`), or taken out of one
+ * (undefined), the VM in any state, as XAPI's VBD.insert and VBD.eject.
+ * The REST API has no such action: the XAPI simulator calls it directly.
+ */
+function swapMedia(plan: Plan, vbdId: string, vdiId: string | undefined): void {
+  const vbd = plan.get(vbdId, 'VBD')
+  if (!vbd.is_cd_drive) throw incorrectState({ actual: false, expected: true, object: vbdId, property: 'is_cd_drive' })
+  if ((vbd.VDI === undefined) === (vdiId === undefined)) throw incorrectState({ actual: vbd.VDI ?? null, expected: vdiId === undefined ? 'a disk' : null, object: vbdId, property: 'VDI' })
+  const edited = plan.edit(vbdId, 'VBD')
+  if (vdiId === undefined) {
+    if (vbd.VDI !== undefined) removeFromList(plan.edit(vbd.VDI, 'VDI').$VBDs, vbdId)
+    delete edited.VDI
+    return
+  }
+  samePool(plan.get(vbd.VM, 'VM'), plan.get(vdiId, 'VDI'), 'VDI')
+  edited.VDI = vdiId
+  addToList(plan.edit(vdiId, 'VDI').$VBDs, vbdId)
+}
+
+export async function changeMedia(op: Operation, vbd: XoRecord, vdiId: string | undefined): Promise<void> {
+  preview(op.env, (plan) => swapMedia(plan, vbd.id, vdiId))
+  await new Run(op, 1).apply((plan) => swapMedia(plan, vbd.id, vdiId))
 }
