@@ -67,3 +67,54 @@ t.test('connect and disconnect on a running VM; destroy of an unplugged device k
   t.equal(changes.length, before, 'the refusals changed nothing')
   t.same(problems(driver), [])
 })
+
+t.test('createBlankVm: a halted VM with no devices from XAPI\u2019s fields; changeMedia: a CD drive\u2019s disk in and out', async (t) => {
+  const { driver, changes } = await openLab(t)
+  const pool = named(driver, 'pool', 'Demo pool')
+  const GiB = 2 ** 30
+  const fields = {
+    name_label: 'blank',
+    name_description: 'from fields',
+    cpus: { max: 4, atStartup: 2 },
+    memory: { staticMin: GiB / 2, staticMax: 2 * GiB, dynamicMin: GiB, dynamicMax: GiB },
+    hvm: false,
+    PV_args: 'console=hvc0',
+    other_config: { k: 'v' },
+  }
+  const ctx = context()
+  const created = await driver.createBlankVm(pool, fields, ctx)
+  t.ok(progressComplete(ctx.reported))
+  t.match(current(driver, created.id), {
+    type: 'VM',
+    name_label: 'blank',
+    name_description: 'from fields',
+    power_state: 'Halted',
+    CPUs: { max: 4, number: 2 },
+    memory: { static: [GiB / 2, 2 * GiB], dynamic: [GiB, GiB], size: GiB },
+    virtualizationMode: 'pv',
+    PV_args: 'console=hvc0',
+    other: { k: 'v' },
+    $VBDs: [],
+    VIFs: [],
+  })
+  t.equal(field<{ template?: string }>(current(driver, created.id), 'creation').template, undefined, 'made from fields, not a template')
+  const before = changes.length
+  t.match(await failure(driver.createBlankVm(pool, { ...fields, memory: { ...fields.memory, dynamicMax: 4 * GiB } }, context())), { code: 'INVALID_PARAMETERS' })
+  t.match(await failure(driver.createBlankVm(pool, { ...fields, cpus: { max: 1, atStartup: 2 } }, context())), { code: 'INVALID_PARAMETERS' })
+  t.equal(changes.length, before, 'the refusals changed nothing')
+
+  const vm = named(driver, 'VM', 'web-01')
+  const drive = await driver.create('VBD', { VM: vm.id, type: 'CD' }, context())
+  const iso = [...driver.objectsOfType('SR')].find((sr) => sr['content_type'] === 'iso' && ids(sr, 'VDIs').length > 0)
+  const disk = ids(iso ?? vm, 'VDIs')[0] ?? ''
+  await driver.changeMedia(current(driver, drive.id), disk, context())
+  t.equal(current(driver, drive.id)['VDI'], disk)
+  t.ok(ids(current(driver, disk), '$VBDs').includes(drive.id))
+  t.match(await failure(driver.changeMedia(current(driver, drive.id), disk, context())), { code: 'INCORRECT_STATE', data: { property: 'VDI' } })
+  await driver.changeMedia(current(driver, drive.id), undefined, context())
+  t.equal(current(driver, drive.id)['VDI'], undefined)
+  t.notOk(ids(current(driver, disk), '$VBDs').includes(drive.id))
+  const diskDrive = ids(vm, '$VBDs')[0] ?? ''
+  t.match(await failure(driver.changeMedia(current(driver, diskDrive), undefined, context())), { code: 'INCORRECT_STATE', data: { property: 'is_cd_drive' } })
+  t.same(problems(driver), [])
+})
