@@ -179,7 +179,8 @@ async function createVm(context: CallContext, args: XmlRpcStruct): Promise<strin
   try {
     return createdRef(context, await context.driver.createBlankVm(pool, fields, operationContext(context)))
   } catch (error) {
-    if (!isKeelError(error) || error.code !== 'INVALID_PARAMETERS') throw operationNotAllowed(error instanceof Error ? error.message : String(error))
+    if (!isKeelError(error)) throw error
+    if (error.code !== 'INVALID_PARAMETERS') throw operationNotAllowed(error.message)
     const path = Array.isArray(error.data?.['errors']) ? String((error.data['errors'][0] as { path?: unknown } | undefined)?.path) : ''
     if (path === 'body.memory') throw new XapiFailure('MEMORY_CONSTRAINT_VIOLATION', 'Memory limits must satisfy: static_min <= dynamic_min <= dynamic_max <= static_max')
     throw new XapiFailure('INVALID_VALUE', path.replace(/^body\./, ''), '')
