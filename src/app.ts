@@ -7,6 +7,7 @@ import type { Logger } from 'pino'
 import { AccessControl } from './acl/store.js'
 import { aclRoutes, roleActions } from './api/acl.js'
 import { actionRoutes, driverActions, type ActionBinding } from './api/actions.js'
+import { creationRoutes } from './api/creations.js'
 import { changeRoutes } from './api/changes.js'
 import { collectionSources } from './api/collections.js'
 import { ListingCache } from './api/listing-cache.js'
@@ -33,7 +34,7 @@ import { LabDriver } from './driver/lab/driver.js'
 import type { LabSpec } from './driver/lab/spec.js'
 import { checkCapabilities } from './driver/capabilities.js'
 import type { Driver } from './driver/types.js'
-import { actionsByType, deletableTypes, patchByType, taggableTypes } from './model/operations.js'
+import { actionsByType, creationsByType, deletableTypes, patchByType, taggableTypes } from './model/operations.js'
 import { EventBus } from './events/bus.js'
 import { Versions } from './events/versions.js'
 import { JsonCache } from './http/json-cache.js'
@@ -151,6 +152,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     patchTypes: Object.keys(patchByType),
     deletableTypes,
     taggableTypes,
+    creatableTypes: Object.keys(creationsByType),
   })
   await driver.open()
   const unsubscribeDriver = driver.subscribe((change) => bus.publish(change))
@@ -240,6 +242,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...taskRoutes(sourceNamed('tasks'), tasks, cache),
     ...sources.flatMap((source) => actionRoutes(source, bindingsOf(source), actionDeps)),
     ...sources.flatMap((source) => changeRoutes(source, driver)),
+    ...sources.flatMap((source) => creationRoutes(source, driver, actionDeps)),
     ...userRoutes(directory, sourceNamed('users')),
     ...groupRoutes(directory, sourceNamed('groups')),
     ...aclRoutes({

@@ -164,7 +164,7 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
  * Every object a parameter names must exist (404 naming the first missing) and
  * allow the caller the action the spec asks on it (403 naming all that do not).
  */
-function checkReferences(spec: ActionSpec, args: Readonly<Record<string, unknown>>, principal: Principal, deps: ActionDeps): void {
+export function checkReferences(spec: Pick<ActionSpec, 'refs' | 'refPrivileges'>, args: Readonly<Record<string, unknown>>, principal: Principal, deps: ActionDeps): void {
   const missing: MissingPrivilege[] = []
   for (const [path, type] of Object.entries(spec.refs ?? {})) {
     const action = spec.refPrivileges?.[path] ?? 'read'

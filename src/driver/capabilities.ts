@@ -7,11 +7,12 @@ export interface Catalogue {
   readonly patchTypes: readonly string[]
   readonly deletableTypes: readonly string[]
   readonly taggableTypes: readonly string[]
+  readonly creatableTypes: readonly string[]
 }
 
 /**
  * Fails start-up, listing every mismatch at once, when a driver declares an
- * action, PATCH, DELETE or tag type the catalogue does not know: such a
+ * action, PATCH, DELETE, tag or POST type the catalogue does not know: such a
  * declaration is a bug in the driver or the catalogue, better found before
  * serving than as a missing route. What the catalogue has and the driver
  * lacks is fine: those routes are simply not offered.
@@ -34,6 +35,7 @@ export function checkCapabilities(capabilities: DriverCapabilities, catalogue: C
   unknown('PATCH', capabilities.patch, catalogue.patchTypes)
   unknown('DELETE', capabilities.destroy, catalogue.deletableTypes)
   unknown('tags', capabilities.tags, catalogue.taggableTypes)
+  unknown('POST', capabilities.create ?? [], catalogue.creatableTypes)
   if (mismatches.length > 0) {
     throw new Error(`the driver declares what the API catalogue does not know:\n- ${mismatches.join('\n- ')}`)
   }

@@ -75,6 +75,8 @@ export interface DriverCapabilities {
   readonly destroy: readonly string[]
   /** object types whose tags may be set */
   readonly tags: readonly string[]
+  /** object types POST /<collection> may create (none when absent) */
+  readonly create?: readonly string[]
 }
 
 export interface Driver extends DriverOperations {
@@ -161,6 +163,8 @@ export interface DriverOperations {
   update(object: XoRecord, patch: Readonly<Record<string, unknown>>): Promise<void>
   destroy(object: XoRecord, context: OperationContext): Promise<void>
   setTag(object: XoRecord, tag: string, present: boolean): Promise<void>
+  /** a new object of `type` (one `capabilities.create` names) from the parameters of its catalogue entry (creationsByType) */
+  create?(type: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created>
 }
 
 /** Reading a disk's blocks: at most `concurrency` reads in flight, blocks yielded in ascending order. */

@@ -141,6 +141,14 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
     simple('scan', 'scan', 'Rescan the SR for disks'),
     simple('reclaim_space', 'reclaim-space', 'Give freed blocks back to the storage'),
   ],
+  VBD: [
+    simple('connect', 'connect', 'Plug the drive into its running VM'),
+    simple('disconnect', 'disconnect', 'Unplug the drive from its running VM'),
+  ],
+  VIF: [
+    simple('connect', 'connect', 'Plug the interface into its running VM'),
+    simple('disconnect', 'disconnect', 'Unplug the interface from its running VM'),
+  ],
   VDI: [
     {
       name: 'migrate',
@@ -152,6 +160,60 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
       creates: 'VDI',
     },
   ],
+}
+
+/** What `POST /<collection>` creates: the body (named as the reference's REST API names it) and the objects it names. The privilege is `create` on the collection's resource. */
+export interface CreationSpec {
+  readonly summary: string
+  readonly params: TObject
+  readonly refs: Readonly<Record<string, string>>
+  /** parameter path → the action the caller needs on the object it names (default `read`) */
+  readonly refPrivileges?: Readonly<Record<string, string>>
+}
+
+const StringMapParam = Type.Record(Type.String(), Type.String({ maxLength: 1024 }), { maxProperties: 64 })
+
+export const creationsByType: Readonly<Record<string, CreationSpec>> = {
+  VBD: {
+    summary: 'Plug a disk (or an empty CD drive) into a VM: unplugged at first, connect it on a running VM',
+    params: params({
+      VM: Id('VM id'),
+      VDI: Type.Optional(Id('VDI id; none for an empty CD drive')),
+      type: Type.Optional(Type.Union([Type.Literal('Disk'), Type.Literal('CD')])),
+      mode: Type.Optional(Type.Union([Type.Literal('RW'), Type.Literal('RO')])),
+      bootable: Type.Optional(Type.Boolean()),
+      userdevice: Type.Optional(Type.String({ pattern: '^(\\d{1,2}|autodetect)$', description: 'slot number (default: the first free one)' })),
+    }),
+    refs: { VM: 'VM', VDI: 'VDI' },
+  },
+  VIF: {
+    summary: 'Give a VM an interface on a network: unplugged at first, connect it on a running VM',
+    params: params({
+      vmId: Id('VM id'),
+      networkId: Id('network id'),
+      MAC: Type.Optional(Type.String({ pattern: '^(([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2})?$', description: 'default (or empty): generated' })),
+      device: Type.Optional(Type.String({ pattern: '^\\d{1,2}$', description: 'interface index (default: the first free one)' })),
+      MTU: Type.Optional(Type.Integer({ minimum: 68, maximum: 65535 })),
+      locking_mode: Type.Optional(
+        Type.Union([Type.Literal('network_default'), Type.Literal('locked'), Type.Literal('unlocked'), Type.Literal('disabled')]),
+      ),
+      ipv4_allowed: Type.Optional(Type.Array(Type.String({ format: 'ipv4' }), { maxItems: 64 })),
+      ipv6_allowed: Type.Optional(Type.Array(Type.String({ format: 'ipv6' }), { maxItems: 64 })),
+      other_config: Type.Optional(StringMapParam),
+    }),
+    refs: { vmId: 'VM', networkId: 'network' },
+  },
+  VDI: {
+    summary: 'Create an empty disk on an SR (it reads as zeros)',
+    params: params({
+      srId: Id('SR id'),
+      name_label: Label,
+      name_description: Type.Optional(Type.String({ maxLength: 1024 })),
+      virtual_size: Type.Integer({ minimum: 1, description: 'bytes' }),
+    }),
+    refs: { srId: 'SR' },
+    refPrivileges: { srId: 'import:vdi' },
+  },
 }
 
 const NameLabel = Type.String({ minLength: 1, maxLength: 255 })
@@ -204,7 +266,7 @@ export const patchByType: Readonly<Record<string, TObject>> = {
 }
 
 /** Types whose objects DELETE destroys. */
-export const deletableTypes: readonly string[] = ['VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'network']
+export const deletableTypes: readonly string[] = ['VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'network', 'VBD', 'VIF']
 
 /** Types with a `tags` collection addressable item by item. */
 export const taggableTypes = [

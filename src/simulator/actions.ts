@@ -9,10 +9,10 @@ import { handleInvalid, operationNotAllowed, vmBadPowerState, XapiFailure } from
 /** The user the simulator's lab operations are recorded as (and the seeded lab's creator). */
 export const SIMULATOR_USER = 'xapi-simulator'
 
-const text = (value: XmlRpcValue | undefined): string => (typeof value === 'string' ? value : String(value))
+export const text = (value: XmlRpcValue | undefined): string => (typeof value === 'string' ? value : String(value))
 
 /** The lab record behind a ref of class `cls`, or HANDLE_INVALID. */
-function labObject(context: CallContext, cls: string, ref: XmlRpcValue | undefined): XoRecord {
+export function labObject(context: CallContext, cls: string, ref: XmlRpcValue | undefined): XoRecord {
   const stored = context.db.expect(cls, text(ref))
   const record = context.feed.labRecord(stored.ref)
   if (record === undefined || record['_xapiRef'] !== stored.ref) throw handleInvalid(cls, stored.ref)
@@ -36,6 +36,12 @@ function failure(error: unknown, ref: string, cls: string): unknown {
   }
 }
 
+export const operationContext = (context: CallContext) => ({
+  signal: context.signal,
+  userId: SIMULATOR_USER,
+  progress: (percent: number) => context.progress(percent / 100),
+})
+
 async function perform(context: CallContext, cls: string, ref: XmlRpcValue | undefined, action: string, params: Record<string, unknown> = {}): Promise<Created | undefined> {
   const record = labObject(context, cls, ref)
   if (cls === 'VM' && record.type !== 'VM') {
@@ -43,18 +49,14 @@ async function perform(context: CallContext, cls: string, ref: XmlRpcValue | und
     throw new XapiFailure('VM_IS_TEMPLATE', text(ref))
   }
   try {
-    return await context.driver.perform(record, action, params, {
-      signal: context.signal,
-      userId: SIMULATOR_USER,
-      progress: (percent) => context.progress(percent / 100),
-    })
+    return await context.driver.perform(record, action, params, operationContext(context))
   } catch (error) {
     throw failure(error, text(ref), cls)
   }
 }
 
 /** The ref of what an operation created (the lab feed has already added it). */
-function createdRef(context: CallContext, created: Created | undefined): string {
+export function createdRef(context: CallContext, created: Created | undefined): string {
   const record = created === undefined ? undefined : context.driver.getObject(created.id)
   if (record === undefined) throw new XapiFailure('INTERNAL_ERROR', 'the operation created nothing')
   return String(record['_xapiRef'])
@@ -72,7 +74,7 @@ async function destroy(context: CallContext, cls: string, ref: XmlRpcValue | und
   const record = labObject(context, cls, ref)
   if (!context.driver.capabilities.destroy.includes(record.type)) throw operationNotAllowed(`a ${record.type} cannot be destroyed here`)
   try {
-    await context.driver.destroy(record, { signal: context.signal, userId: SIMULATOR_USER, progress: (percent) => context.progress(percent / 100) })
+    await context.driver.destroy(record, operationContext(context))
   } catch (error) {
     throw failure(error, text(ref), cls)
   }
@@ -207,9 +209,21 @@ const asyncOnes: Readonly<Record<string, Handler>> = {
   'VDI.create': (context, [record]) => createVdi(context, (record ?? {}) as XmlRpcStruct),
   'VDI.destroy': (context, [ref]) => destroy(context, 'VDI', ref),
   'VDI.resize': (context, [ref, size]) => resizeVdi(context, ref, size),
+  // driver_params (SM-specific) are taken and ignored, as the lab has no SM backends.
+  'VDI.snapshot': async (context, [ref]) => {
+    const record = labObject(context, 'VDI', ref)
+    if (record.type !== 'VDI') throw operationNotAllowed(`${text(ref)} is a snapshot`)
+    try {
+      return createdRef(context, await context.driver.snapshotVdi(record, operationContext(context)))
+    } catch (error) {
+      throw failure(error, text(ref), 'VDI')
+    }
+  },
 }
 
+/** Handlers offered as Async.<Class>.<message> too. */
+export const withAsync = (handlers: Readonly<Record<string, Handler>>): Readonly<Record<string, Explicit>> =>
+  Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler, async: true }]))
+
 /** Lifecycle messages, run on the lab's operations, each also as Async.<Class>.<message>. */
-export const actionHandlers: Readonly<Record<string, Explicit>> = Object.fromEntries(
-  Object.entries(asyncOnes).map(([method, handler]) => [method, { handler, async: true }]),
-)
+export const actionHandlers: Readonly<Record<string, Explicit>> = withAsync(asyncOnes)

@@ -1,4 +1,4 @@
-import type { Driver } from '../driver/types.js'
+import type { LabDriver } from '../driver/lab/driver.js'
 import type { XmlRpcValue } from '../xapi/xml-rpc.js'
 import type { XapiDatabase } from './database.js'
 import type { LabFeed } from './lab-feed.js'
@@ -8,7 +8,8 @@ import type { Sessions } from './sessions.js'
 export interface Services {
   readonly db: XapiDatabase
   readonly feed: LabFeed
-  readonly driver: Driver
+  /** the lab itself: some XAPI messages use its operations outside the REST catalogue (VDI.snapshot, VM.create) */
+  readonly driver: LabDriver
   readonly sessions: Sessions
   /** the pool master's ref */
   masterRef(): string

@@ -7,6 +7,7 @@ import { openDatabase, type Db } from '../store/database.js'
 import { NULL_REF } from '../xapi/datamodel/index.js'
 import { actionHandlers, SIMULATOR_USER } from './actions.js'
 import { Dispatcher, type Explicit } from './calls.js'
+import { deviceHandlers } from './devices.js'
 import type { Services } from './context.js'
 import { XapiDatabase } from './database.js'
 import { eventHandlers } from './events.js'
@@ -65,7 +66,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler }]))
   const dispatcher = new Dispatcher(
     services,
-    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers },
+    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers, ...deviceHandlers },
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )

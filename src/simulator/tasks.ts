@@ -89,9 +89,30 @@ export class Tasks {
    */
   settle(ref: string, outcome: { readonly value: XmlRpcValue } | { readonly failure: readonly string[] }): void {
     const task = this.#services.db.get(ref)
-    if (task?.cls !== 'task' || task.record['status'] !== 'pending') return
+    if (task?.cls !== 'task' || (task.record['status'] !== 'pending' && task.record['status'] !== 'cancelling')) return
+    const cancelled = this.#running.get(ref)?.controller.signal.aborted === true
+    // A transfer that finished as it was cancelled did finish: its task says so.
     if ('value' in outcome) this.#settle(ref, { status: 'success', result: outcome.value === '' ? '' : encodeXmlRpc(outcome.value) })
+    else if (cancelled) this.#settle(ref, { status: 'cancelled', error_info: ['TASK_CANCELLED', ref] })
     else this.#settle(ref, { status: 'failure', error_info: [...outcome.failure] })
+  }
+
+  /**
+   * A transfer starts reporting to a client's pending task: task.cancel then
+   * aborts the signal answered (undefined for a task that is not pending, or
+   * that another transfer reports to). `settle` or `release` ends it.
+   */
+  transfer(ref: string): AbortSignal | undefined {
+    const task = this.#services.db.get(ref)
+    if (task?.cls !== 'task' || task.record['status'] !== 'pending' || this.#running.has(ref)) return undefined
+    const controller = new AbortController()
+    this.#running.set(ref, { controller })
+    return controller.signal
+  }
+
+  /** The transfer no longer reports to the task (it went to another host): the task stays pending. */
+  release(ref: string): void {
+    this.#running.delete(ref)
   }
 
   progress(ref: string, fraction: number): void {

@@ -96,6 +96,12 @@ export class Transfers {
     const handler = this.#routes[route]
     if (handler === undefined) return false
     const task = url.searchParams.get('task_id') ?? undefined
+    // task.cancel stops the transfer where it is: the connection goes, and an import's write session is aborted with it.
+    const cancel = task === undefined ? undefined : this.#tasks.transfer(task)
+    cancel?.addEventListener('abort', () => {
+      request.destroy(new Error('the task was cancelled'))
+      response.destroy()
+    })
     const work = handler(url.searchParams, request, response, hostRef)
     work.then(
       (value) => {
@@ -103,6 +109,7 @@ export class Transfers {
       },
       (error: unknown) => {
         if (error instanceof Redirect) {
+          if (task !== undefined) this.#tasks.release(task)
           request.resume()
           response.writeHead(302, { location: error.location, connection: 'close', 'content-length': 0 })
           response.end()
@@ -121,8 +128,8 @@ export class Transfers {
   readonly #routes: Readonly<Record<string, (query: URLSearchParams, request: IncomingMessage, response: ServerResponse, hostRef: string) => Promise<XmlRpcValue>>> = {
     'GET /export_raw_vdi': (query, _request, response, hostRef) => this.#export(query, response, hostRef),
     'PUT /import_raw_vdi': (query, request, response, hostRef) => this.#import(query, request, response, hostRef),
-    'GET /export': (query, request, response) => this.#exportVm(query, request, response),
-    'PUT /import': (query, request, response) => this.#importVm(query, request, response),
+    'GET /export': (query, request, response, hostRef) => this.#exportVm(query, request, response, hostRef),
+    'PUT /import': (query, request, response, hostRef) => this.#importVm(query, request, response, hostRef),
   }
 
   #disks(): DiskAccess {
@@ -147,10 +154,12 @@ export class Transfers {
   }
 
   /** GET /export: a halted VM, snapshot or template as an XVA, `use_compression` gzip (or true) or zstd. */
-  async #exportVm(query: URLSearchParams, request: IncomingMessage, response: ServerResponse): Promise<string> {
+  async #exportVm(query: URLSearchParams, request: IncomingMessage, response: ServerResponse, hostRef: string): Promise<string> {
     this.#authenticate(query, request)
     const disks = this.#disks()
     const vm = this.#object('VM', query.get('ref') ?? query.get('uuid'), 'ref')
+    const { description, vdis } = describeVm(vm, (id) => this.#services.driver.getObject(id))
+    this.#redirect(vdis.map((vdi) => vdi['$SR']), request, hostRef)
     if (vm['power_state'] !== 'Halted') throw new HttpRefusal(500, ['VM_BAD_POWER_STATE', String(vm['_xapiRef']), 'halted', String(vm['power_state']).toLowerCase()])
     let compression
     try {
@@ -158,19 +167,19 @@ export class Transfers {
     } catch {
       throw new HttpRefusal(400, ['INVALID_VALUE', 'use_compression', query.get('use_compression') ?? ''])
     }
-    const { description, vdis } = describeVm(vm, (id) => this.#services.driver.getObject(id))
     response.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'close' })
     await sendLent(response, exportXva(disks, description, vdis, compression, this.#workers, CONCURRENCY))
     return ''
   }
 
   /** PUT /import: an XVA (plain, gzip or zstd) as a new halted VM on `sr_id` (default: the pool's default SR); the task's result is the new VM's ref, in a set. */
-  async #importVm(query: URLSearchParams, request: IncomingMessage, response: ServerResponse): Promise<XmlRpcValue> {
+  async #importVm(query: URLSearchParams, request: IncomingMessage, response: ServerResponse, hostRef: string): Promise<XmlRpcValue> {
     this.#authenticate(query, request)
     const disks = this.#disks()
     let srRef = query.get('sr_id')
     if (srRef === null) for (const pool of this.#services.db.ofClass('pool')) srRef = String(pool.record['default_SR'])
     const sr = this.#object('SR', srRef, 'sr_id')
+    this.#redirect([sr.id], request, hostRef)
     response.writeHead(200, { connection: 'close' })
     response.flushHeaders()
     const id = await importXva(disks, sr, request, SIMULATOR_USER, this.#workers)
@@ -201,20 +210,28 @@ export class Transfers {
   /**
    * A VDI on an SR local to another host is read and written there: XAPI
    * answers 302 to that host with the same query (shared notes on xapi §2.4),
-   * when that host answers on an address of its own.
+   * when that host answers on an address of its own. So is a VM whose disks
+   * are on such an SR exported, and an XVA imported onto one.
    */
-  #redirect(vdi: XoRecord, request: IncomingMessage, hostRef: string): void {
-    const { db } = this.#services
-    const sr = db.get(String(this.#services.driver.getObject(String(vdi['$SR']))?.['_xapiRef']))
-    if (sr === undefined || sr.record['shared'] === true) return
-    const pbds = Array.isArray(sr.record['PBDs']) ? sr.record['PBDs'] : []
-    const owner = pbds.map((pbd) => db.get(String(pbd))?.record['host']).find((host) => typeof host === 'string')
-    const address = typeof owner === 'string' && owner !== hostRef ? this.#addressOf(owner) : undefined
+  #redirect(srIds: Iterable<unknown>, request: IncomingMessage, hostRef: string): void {
+    let owner: string | undefined
+    for (const srId of srIds) owner ??= this.#localHost(String(srId))
+    const address = owner !== undefined && owner !== hostRef ? this.#addressOf(owner) : undefined
     if (address === undefined) return
     const location = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`)
     location.protocol = 'encrypted' in request.socket ? 'https:' : 'http:'
     location.hostname = address
     throw new Redirect(location.href)
+  }
+
+  /** The host of an SR that is not shared (its PBD's), as a XAPI ref. */
+  #localHost(srId: string): string | undefined {
+    const { db } = this.#services
+    const sr = db.get(String(this.#services.driver.getObject(srId)?.['_xapiRef']))
+    if (sr === undefined || sr.record['shared'] === true) return undefined
+    const pbds = Array.isArray(sr.record['PBDs']) ? sr.record['PBDs'] : []
+    const host = pbds.map((pbd) => db.get(String(pbd))?.record['host']).find((ref) => typeof ref === 'string')
+    return typeof host === 'string' ? host : undefined
   }
 
   #vdi(value: string | null, name: string): { record: XoRecord } {
@@ -231,7 +248,7 @@ export class Transfers {
     this.#authenticate(query, response.req)
     const disks = this.#disks()
     const { record } = this.#vdi(query.get('vdi'), 'vdi')
-    this.#redirect(record, response.req, hostRef)
+    this.#redirect([record['$SR']], response.req, hostRef)
     const format = this.#format(query)
     const base = query.get('base')
     const size = Number(record['size'])
@@ -252,7 +269,7 @@ export class Transfers {
     this.#authenticate(query, request)
     const disks = this.#disks()
     const { record } = this.#vdi(query.get('vdi'), 'vdi')
-    this.#redirect(record, request, hostRef)
+    this.#redirect([record['$SR']], request, hostRef)
     const format = this.#format(query)
     const length = request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])
     if (length === undefined || !Number.isSafeInteger(length)) throw new HttpRefusal(411, ['INVALID_VALUE', 'content-length', String(length)])

@@ -1,13 +1,14 @@
 import t from 'tap'
 import { checkCapabilities, type Catalogue } from '../../src/driver/capabilities.js'
 import type { DriverCapabilities } from '../../src/driver/types.js'
-import { actionsByType, deletableTypes, patchByType, taggableTypes } from '../../src/model/operations.js'
+import { actionsByType, creationsByType, deletableTypes, patchByType, taggableTypes } from '../../src/model/operations.js'
 
 const catalogue: Catalogue = {
   actionsByType: { VM: [{ name: 'start' }, { name: 'pause' }], host: [{ name: 'enable' }] },
   patchTypes: ['VM', 'VDI'],
   deletableTypes: ['VM'],
   taggableTypes: ['VM', 'host'],
+  creatableTypes: ['VBD'],
 }
 
 const none: DriverCapabilities = { actions: {}, patch: [], destroy: [], tags: [] }
@@ -41,6 +42,7 @@ t.test('each thing the catalogue does not know is a start-up failure', async (t)
     ['PATCH', { ...none, patch: ['VM', 'network'] }, 'PATCH of network: not in the catalogue'],
     ['DELETE', { ...none, destroy: ['host'] }, 'DELETE of host: not in the catalogue'],
     ['tags', { ...none, tags: ['SR'] }, 'tags of SR: not in the catalogue'],
+    ['POST', { ...none, create: ['VBD', 'host'] }, 'POST of host: not in the catalogue'],
   ]
   for (const [name, capabilities, expected] of cases) {
     const message = mismatches(capabilities)
@@ -61,12 +63,13 @@ t.test('every mismatch is listed at once', async (t) => {
 })
 
 t.test('the API catalogue itself, as src/model/operations.ts exports it, fits the Catalogue shape', async (t) => {
-  const real: Catalogue = { actionsByType, patchTypes: Object.keys(patchByType), deletableTypes, taggableTypes }
+  const real: Catalogue = { actionsByType, patchTypes: Object.keys(patchByType), deletableTypes, taggableTypes, creatableTypes: Object.keys(creationsByType) }
   const everything: DriverCapabilities = {
     actions: Object.fromEntries(Object.entries(actionsByType).map(([type, specs]) => [type, specs.map((spec) => spec.name)])),
     patch: real.patchTypes,
     destroy: deletableTypes,
     tags: taggableTypes,
+    create: real.creatableTypes,
   }
   t.ok(Object.keys(everything.actions).length > 0)
   t.doesNotThrow(() => checkCapabilities(everything, real))

@@ -3,14 +3,14 @@ import { checkCapabilities } from '../../src/driver/capabilities.js'
 import { labCapabilities } from '../../src/driver/lab/capabilities.js'
 import type { XoRecord } from '../../src/driver/types.js'
 import { isKeelError } from '../../src/errors.js'
-import { actionsByType, deletableTypes, patchByType, taggableTypes } from '../../src/model/operations.js'
+import { actionsByType, creationsByType, deletableTypes, patchByType, taggableTypes } from '../../src/model/operations.js'
 import { context, openLab } from '../helpers/lab.js'
 
 const sorted = (values: Iterable<string>): string[] => [...values].sort()
 
 t.test('the lab declares exactly the catalogue', async (t) => {
   t.doesNotThrow(() =>
-    checkCapabilities(labCapabilities, { actionsByType, patchTypes: Object.keys(patchByType), deletableTypes, taggableTypes }),
+    checkCapabilities(labCapabilities, { actionsByType, patchTypes: Object.keys(patchByType), deletableTypes, taggableTypes, creatableTypes: Object.keys(creationsByType) }),
   )
   const catalogueActions = Object.entries(actionsByType).flatMap(([type, specs]) => specs.map((spec) => `${type} ${spec.name}`))
   const labActions = Object.entries(labCapabilities.actions).flatMap(([type, names]) => names.map((name) => `${type} ${name}`))
@@ -19,6 +19,7 @@ t.test('the lab declares exactly the catalogue', async (t) => {
   t.same(sorted(labCapabilities.patch), sorted(Object.keys(patchByType)))
   t.same(sorted(labCapabilities.destroy), sorted(deletableTypes))
   t.same(sorted(labCapabilities.tags), sorted(taggableTypes))
+  t.same(sorted(labCapabilities.create ?? []), sorted(Object.keys(creationsByType)))
   t.ok(Object.isFrozen(labCapabilities) && Object.isFrozen(labCapabilities.actions) && Object.isFrozen(labCapabilities.patch))
 })
 
@@ -31,14 +32,15 @@ t.test('what the lab does not declare is a NO_SUCH_OBJECT, and changes nothing',
   }
   const vm = first('VM')
   const host = first('host')
-  const vbd = first('VBD')
+  const pbd = first('PBD')
   const attempts: Array<[string, () => Promise<unknown>]> = [
     ['an action of another type', () => driver.perform(vm, 'enable', {}, context())],
     ['an inherited name', () => driver.perform(vm, 'toString', {}, context())],
-    ['an action on a type without any', () => driver.perform(vbd, 'start', {}, context())],
-    ['PATCH', () => driver.update(vbd, { bootable: true })],
+    ['an action on a type without any', () => driver.perform(pbd, 'start', {}, context())],
+    ['PATCH', () => driver.update(pbd, { bootable: true })],
     ['DELETE', () => driver.destroy(host, context())],
-    ['tags', () => driver.setTag(vbd, 'x', true)],
+    ['POST', () => driver.create('host', {}, context())],
+    ['tags', () => driver.setTag(pbd, 'x', true)],
   ]
   for (const [name, attempt] of attempts) {
     const error = await attempt().then(
@@ -49,6 +51,6 @@ t.test('what the lab does not declare is a NO_SUCH_OBJECT, and changes nothing',
   }
   t.equal(driver.getObject(vm.id), vm)
   t.equal(driver.getObject(host.id), host)
-  t.equal(driver.getObject(vbd.id), vbd)
+  t.equal(driver.getObject(pbd.id), pbd)
   t.same(changes, [])
 })

@@ -66,6 +66,7 @@ export class LaggedDriver implements Driver {
   #seq = 0
   #unsubscribe: (() => void) | undefined
   readonly disks: DiskAccess | undefined
+  readonly create: Driver['create']
 
   constructor(inner: Driver, options: LaggedOptions) {
     this.#inner = inner
@@ -73,6 +74,8 @@ export class LaggedDriver implements Driver {
     this.#timeout = options.timeout ?? DEFAULT_TIMEOUT
     this.#waits = new IndexWaits((id) => this.#objects.get(id), this.#timeout)
     this.disks = inner.disks === undefined ? undefined : this.#wrapDisks(inner.disks)
+    const create = inner.create?.bind(inner)
+    this.create = create === undefined ? undefined : (type, params, context) => create(type, params, context)
   }
 
   get capabilities(): Driver['capabilities'] {

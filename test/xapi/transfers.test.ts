@@ -1,5 +1,7 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
+import { once } from 'node:events'
+import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -23,7 +25,7 @@ async function taskOutcome(xapi: RunningSimulator, session: string, task: string
   let { token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], '', 0])
   for (;;) {
     const record = await xapi.call<Record<string, unknown>>('task.get_record', [session, task])
-    if (record['status'] !== 'pending') return record
+    if (record['status'] !== 'pending' && record['status'] !== 'cancelling') return record
     ;({ token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], token, 30]))
   }
 }
@@ -185,4 +187,119 @@ t.test('a VDI on an SR local to another host: the disk handlers answer 302 there
 
   const shared = await scratchVdi(xapi, session)
   t.equal((await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${shared}`, { redirect: 'manual' })).status, 200, 'a shared SR\u2019s VDI is served where asked')
+  const vms = await xapi.call<Records>('VM.get_all_records', [session])
+  const halted = Object.entries(vms).find(([, r]) => r['power_state'] === 'Halted' && r['is_a_template'] === false && (r['VBDs'] as string[]).length > 0)?.[0]
+  const xva = Buffer.from(await (await fetch(`${xapi.url}/export?session_id=${session}&ref=${halted}`, { redirect: 'manual' })).arrayBuffer())
+  const count = (await xapi.call<string[]>('VM.get_all', [session])).length
+  const importTask = await xapi.call<string>('task.create', [session, 'import', ''])
+  const importQuery = `session_id=${session}&sr_id=${local}&task_id=${importTask}`
+  const sent = await fetch(`${xapi.url}/import?${importQuery}`, { method: 'PUT', body: xva, redirect: 'manual' })
+  t.equal(sent.status, 302, 'an XVA for a member\u2019s local SR goes to that member')
+  t.equal(sent.headers.get('location'), `http://${address}:${port}/import?${importQuery}`)
+  t.equal((await xapi.call<string[]>('VM.get_all', [session])).length, count, 'the master imported nothing')
+  await (await fetch(String(sent.headers.get('location')), { method: 'PUT', body: xva })).arrayBuffer()
+  const imported = /OpaqueRef:[^<]+/.exec(String((await taskOutcome(xapi, session, importTask))['result']))?.[0] ?? ''
+  const vbds = await xapi.call<string[]>('VM.get_VBDs', [session, imported])
+  const disk = await xapi.call<string>('VBD.get_VDI', [session, vbds[0]])
+  t.equal(await xapi.call('VDI.get_SR', [session, disk]), local, 'the member put its disks on its SR')
+
+  const exportQuery = `session_id=${session}&ref=${imported}`
+  const asked = await fetch(`${xapi.url}/export?${exportQuery}`, { redirect: 'manual' })
+  t.equal(asked.status, 302, 'a VM whose disks are on a member\u2019s local SR is exported by that member')
+  t.equal(asked.headers.get('location'), `http://${address}:${port}/export?${exportQuery}`)
+  const again = Buffer.from(await (await fetch(String(asked.headers.get('location')))).arrayBuffer())
+  t.ok(again.length > 0 && again.subarray(0, 7).toString() === 'ova.xml', 'that member sends the XVA')
+  t.equal((await fetch(`${xapi.url}/export?session_id=${session}&ref=${halted}`, { redirect: 'manual' })).status, 200, 'a VM on shared storage is exported where asked')
+})
+
+/** A PUT whose body is sent in part, then held: answers the request (to send more or end) once the handler has answered. */
+async function heldUpload(url: string, first: Buffer, length: number): Promise<{ response: IncomingMessage; closed: Promise<unknown> }> {
+  const request = httpRequest(url, { method: 'PUT', headers: { 'content-length': length } })
+  // events.once would reject on the reset this test causes: only the close matters.
+  const closed = new Promise((resolve) => request.on('close', resolve))
+  request.on('error', () => {})
+  request.write(first)
+  const [response] = (await once(request, 'response')) as [IncomingMessage]
+  response.on('error', () => {})
+  response.resume()
+  return { response, closed }
+}
+
+/**
+ * A GET whose first chunk is read, then nothing until `rest` is called: the
+ * handler waits on the socket until something stops it. `rest` reads what
+ * is left and answers how many bytes came in all (the body is ended by the
+ * connection, so only its length tells it was cut short).
+ */
+async function heldDownload(url: string): Promise<{ rest: () => Promise<number> }> {
+  const request = httpRequest(url)
+  request.on('error', () => {})
+  request.end()
+  const [response] = (await once(request, 'response')) as [IncomingMessage]
+  response.on('error', () => {})
+  let received = 0
+  const counted = new Promise<number>((resolve) => {
+    response.on('data', (chunk: Buffer) => (received += chunk.length))
+    request.on('close', () => resolve(received))
+  })
+  response.pause()
+  return {
+    rest: () => {
+      response.resume()
+      return counted
+    },
+  }
+}
+
+t.test('task.cancel of a task.create task stops its transfer: the task ends cancelled, an import leaves its target as it was', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const vdi = await scratchVdi(xapi, session)
+  const sr = await xapi.call<string>('VDI.get_SR', [session, vdi])
+  const bytes = content()
+  const seed = await xapi.call<string>('task.create', [session, 'seed', ''])
+  await (await fetch(`${xapi.url}/import_raw_vdi?session_id=${session}&task_id=${seed}&vdi=${vdi}&format=raw`, { method: 'PUT', body: bytes })).arrayBuffer()
+  t.match(await taskOutcome(xapi, session, seed), { status: 'success' })
+
+  const upload = await xapi.call<string>('task.create', [session, 'upload', ''])
+  const held = await heldUpload(`${xapi.url}/import_raw_vdi?session_id=${session}&task_id=${upload}&vdi=${vdi}&format=raw`, randomBytes(2 * MiB), SIZE)
+  t.equal(held.response.statusCode, 200, 'the import has begun')
+  t.equal(await xapi.call('task.cancel', [session, upload]), '')
+  t.match(await taskOutcome(xapi, session, upload), { status: 'cancelled', error_info: ['TASK_CANCELLED', upload] })
+  await held.closed
+  const after = Buffer.from(await (await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${vdi}&format=raw`)).arrayBuffer())
+  t.ok(after.equals(bytes), 'nothing of the cancelled upload was written')
+
+  const download = await xapi.call<string>('task.create', [session, 'download', ''])
+  const big = await xapi.call<string>('VDI.create', [session, { name_label: 'big', SR: sr, virtual_size: 1024 * MiB, type: 'user', sharable: false, read_only: false, other_config: {} }])
+  const reading = await heldDownload(`${xapi.url}/export_raw_vdi?session_id=${session}&task_id=${download}&vdi=${big}&format=raw`)
+  await xapi.call('task.cancel', [session, download])
+  t.match(await taskOutcome(xapi, session, download), { status: 'cancelled', error_info: ['TASK_CANCELLED', download] })
+  t.ok((await reading.rest()) < 1024 * MiB, 'the download stopped short')
+
+  const vms = await xapi.call<Records>('VM.get_all_records', [session])
+  const halted = Object.entries(vms).find(([, r]) => r['power_state'] === 'Halted' && r['is_a_template'] === false && (r['VBDs'] as string[]).length > 0)?.[0]
+  const xva = Buffer.from(await (await fetch(`${xapi.url}/export?session_id=${session}&ref=${halted}`)).arrayBuffer())
+  const count = (await xapi.call<string[]>('VM.get_all', [session])).length
+  const vmUpload = await xapi.call<string>('task.create', [session, 'import', ''])
+  const vmHeld = await heldUpload(`${xapi.url}/import?session_id=${session}&task_id=${vmUpload}`, xva.subarray(0, xva.length >> 1), xva.length)
+  await xapi.call('task.cancel', [session, vmUpload])
+  t.match(await taskOutcome(xapi, session, vmUpload), { status: 'cancelled' })
+  await vmHeld.closed
+  t.equal((await xapi.call<string[]>('VM.get_all', [session])).length, count, 'a cancelled VM import makes no VM')
+
+  // 64 MiB of data in the VM's XVA: more than the socket buffers hold, so the held export waits on them.
+  const filled = await xapi.call<string>('VDI.create', [session, { name_label: 'filled', SR: sr, virtual_size: 64 * MiB, type: 'user', sharable: false, read_only: false, other_config: {} }])
+  const fill = await xapi.call<string>('task.create', [session, 'fill', ''])
+  await (await fetch(`${xapi.url}/import_raw_vdi?session_id=${session}&task_id=${fill}&vdi=${filled}&format=raw`, { method: 'PUT', body: randomBytes(64 * MiB) })).arrayBuffer()
+  t.match(await taskOutcome(xapi, session, fill), { status: 'success' })
+  await xapi.call('VBD.create', [session, { VM: halted, VDI: filled, userdevice: 'autodetect', bootable: false, mode: 'RW', type: 'Disk', empty: false, other_config: {}, qos_algorithm_type: '', qos_algorithm_params: {}, unpluggable: true }])
+  const vmDownload = await xapi.call<string>('task.create', [session, 'export', ''])
+  const vmReading = await heldDownload(`${xapi.url}/export?session_id=${session}&task_id=${vmDownload}&ref=${halted}`)
+  await xapi.call('task.cancel', [session, vmDownload])
+  t.match(await taskOutcome(xapi, session, vmDownload), { status: 'cancelled', error_info: ['TASK_CANCELLED', vmDownload] })
+  t.ok((await vmReading.rest()) < 64 * MiB, 'the VM export stopped short')
+
+  const idle = await xapi.call<string>('task.create', [session, 'idle', ''])
+  t.same(await xapi.json('task.cancel', [session, idle]), { error: ['OPERATION_NOT_ALLOWED', `task ${idle} is not pending`] }, 'a task no transfer reports to cannot be cancelled')
 })

@@ -120,3 +120,45 @@ t.test('the reference client uploads and downloads a VDI through putResource and
   await response.task
   t.ok(Buffer.concat(chunks).equals(bytes), 'what went up comes back down, byte for byte')
 })
+
+t.test('the reference client makes a VM with VM.create, gives it a disk and an interface, and hot-plugs a drive', async (t) => {
+  const xapi = await startSimulator(t)
+  const client = await connectedClient(t, xapi.url)
+  await client.objectsFetched
+  const GiB = 2 ** 30
+  const vm = String(
+    await client.callAsync('VM.create', {
+      name_label: 'via xen-api',
+      name_description: '',
+      user_version: 1,
+      is_a_template: false,
+      memory_static_min: GiB,
+      memory_static_max: GiB,
+      memory_dynamic_min: GiB,
+      memory_dynamic_max: GiB,
+      VCPUs_max: 1,
+      VCPUs_at_startup: 1,
+      actions_after_shutdown: 'destroy',
+      actions_after_reboot: 'restart',
+      actions_after_crash: 'restart',
+      HVM_boot_policy: 'BIOS order',
+      PV_args: '',
+      other_config: {},
+    }),
+  )
+  t.match(await client.barrier(vm), { $type: 'VM', name_label: 'via xen-api', power_state: 'Halted', VBDs: [], VIFs: [] })
+  const sr = Object.values(client.objects.all).find((object) => object.$type === 'SR' && object['shared'] === true && object['content_type'] === 'user')?.$ref
+  const network = Object.values(client.objects.all).find((object) => object.$type === 'network' && (object['PIFs'] as string[]).length > 0)?.$ref
+  const disk = String(await client.call('VDI.create', { name_label: 'root', SR: sr, virtual_size: GiB, type: 'user', sharable: false, read_only: false, other_config: {} }))
+  const [slot] = (await client.call('VM.get_allowed_VBD_devices', vm)) as string[]
+  await client.call('VBD.create', { VM: vm, VDI: disk, userdevice: slot, bootable: true, mode: 'RW', type: 'Disk', empty: false, other_config: {}, qos_algorithm_type: '', qos_algorithm_params: {}, unpluggable: true })
+  await client.call('VIF.create', { device: '0', network, VM: vm, MAC: '', MTU: 1500, other_config: {}, qos_algorithm_type: '', qos_algorithm_params: {} })
+  await client.callAsync('VM.start', vm, false, false)
+  const extra = String(await client.call('VDI.create', { name_label: 'data', SR: sr, virtual_size: GiB, type: 'user', sharable: false, read_only: false, other_config: {} }))
+  const hot = String(await client.call('VBD.create', { VM: vm, VDI: extra, userdevice: '1', bootable: false, mode: 'RW', type: 'Disk', empty: false, other_config: {}, qos_algorithm_type: '', qos_algorithm_params: {}, unpluggable: true }))
+  await client.callAsync('VBD.plug', hot)
+  t.match(await client.barrier(hot), { $type: 'VBD', currently_attached: true, VDI: extra })
+  t.match(await client.barrier(vm), { power_state: 'Running' })
+  const twice = await client.callAsync('VBD.plug', hot).catch((error: unknown) => error)
+  t.match(twice, { code: 'DEVICE_ALREADY_ATTACHED', params: [hot] })
+})

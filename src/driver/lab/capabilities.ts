@@ -2,6 +2,7 @@ import { taggableTypes } from '../../model/operations.js'
 import type { DriverCapabilities } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { destroyers, type Destroyer } from './operations/destroy.js'
+import { creators, type Creator } from './operations/devices.js'
 import type { ActionHandler } from './operations/params.js'
 import { actionHandlers } from './operations/perform.js'
 import { settersByType, type Setters } from './operations/update.js'
@@ -13,6 +14,7 @@ export const labCapabilities: DriverCapabilities = deepFreeze({
   destroy: Object.keys(destroyers),
   // setTag takes every taggable type, and the compiler holds each to a lab type with tags.
   tags: [...taggableTypes],
+  create: Object.keys(creators),
 })
 
 // Each lookup finds a handler for exactly what labCapabilities declares. Own
@@ -28,3 +30,5 @@ export function actionHandler(type: string, action: string): ActionHandler | und
 export const settersOf = (type: string): Setters | undefined => own(settersByType, type)
 
 export const destroyerOf = (type: string): Destroyer | undefined => own(destroyers, type)
+
+export const creatorOf = (type: string): Creator | undefined => own(creators, type)

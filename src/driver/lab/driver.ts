@@ -11,11 +11,14 @@ import { IndexWaits } from '../index-waits.js'
 import type { ChangeKind, ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, WaitForOptions, XoRecord } from '../types.js'
 import { deepFreeze } from './deep-freeze.js'
 import { expandLab } from './expand.js'
-import { actionHandler, destroyerOf, labCapabilities, settersOf } from './capabilities.js'
+import { actionHandler, creatorOf, destroyerOf, labCapabilities, settersOf } from './capabilities.js'
 import { perform } from './operations/perform.js'
 import { Plan } from './operations/plan.js'
 import { operation, type LabEnv } from './operations/run.js'
 import { setTag } from './operations/tags.js'
+import { snapshotVdi } from './operations/vdi-snapshot.js'
+import { createBlankVm, type BlankVm } from './operations/new-vm.js'
+import { changeMedia } from './operations/devices.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
 import type { LabChange, LabStore } from './store.js'
@@ -191,6 +194,41 @@ export class LabDriver implements Driver, LabStore {
     const destroyer = destroyerOf(object.type)
     if (destroyer === undefined) throw notDeclared(object, 'DELETE')
     await destroyer(operation(this.#env, context), object)
+  }
+
+  async create(type: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created> {
+    const creator = creatorOf(type)
+    if (creator === undefined) throw new KeelError('NO_SUCH_OBJECT', `${type} cannot be created here`, { type, operation: 'POST' })
+    const op = operation(this.#env, context)
+    const created = await creator(op, params)
+    op.progress.set(1)
+    return created
+  }
+
+  /** One disk's snapshot, outside the REST catalogue (which has none): for the XAPI simulator's VDI.snapshot. */
+  async snapshotVdi(object: XoRecord, context: OperationContext): Promise<Created> {
+    if (object.type !== 'VDI') throw notDeclared(object, 'snapshot')
+    const op = operation(this.#env, context)
+    const created = await snapshotVdi(op, object)
+    op.progress.set(1)
+    return created
+  }
+
+  /** A halted VM with no devices from XAPI's VM.create fields, outside the REST catalogue (which creates VMs from templates): for the XAPI simulator. */
+  async createBlankVm(pool: XoRecord, fields: BlankVm, context: OperationContext): Promise<Created> {
+    if (pool.type !== 'pool') throw notDeclared(pool, 'VM.create')
+    const op = operation(this.#env, context)
+    const created = await createBlankVm(op, pool.id, fields)
+    op.progress.set(1)
+    return created
+  }
+
+  /** A disk put into an empty CD drive, or taken out (`vdiId` undefined), outside the REST catalogue: for the XAPI simulator's VBD.insert and VBD.eject. */
+  async changeMedia(vbd: XoRecord, vdiId: string | undefined, context: OperationContext): Promise<void> {
+    if (vbd.type !== 'VBD') throw notDeclared(vbd, 'media')
+    const op = operation(this.#env, context)
+    await changeMedia(op, vbd, vdiId)
+    op.progress.set(1)
   }
 
   async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {

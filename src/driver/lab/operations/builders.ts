@@ -24,19 +24,23 @@ interface VbdParams {
   readonly vdi: string | undefined
   readonly attached: boolean
   readonly cd?: boolean
+  /** default: the first disk drive is */
+  readonly bootable?: boolean
+  /** default: CD drives are */
+  readonly readOnly?: boolean
 }
 
 /** Plugs a disk (or an empty CD drive) into a VM, linking both ends. */
-export function addVbd(plan: Plan, { vm, position, vdi, attached, cd = false }: VbdParams): VbdRecord {
+export function addVbd(plan: Plan, { vm, position, vdi, attached, cd = false, bootable = position === 0 && !cd, readOnly = cd }: VbdParams): VbdRecord {
   const vbd = plan.add<VbdRecord>({
     type: 'VBD',
     ...identity(vm.$pool),
     attached,
-    bootable: position === 0 && !cd,
+    bootable,
     device: diskDevice(position),
     is_cd_drive: cd,
     position: String(position),
-    read_only: cd,
+    read_only: readOnly,
     ...(vdi === undefined ? {} : { VDI: vdi }),
     VM: vm.id,
   })

@@ -1,4 +1,5 @@
 import type { XoRecord } from '../../types.js'
+import { removeDevice } from './devices.js'
 import type { LabType, Plan } from './plan.js'
 import { runTransition, transit, transitionSteps } from './power.js'
 import { removeDisk, removeNetwork, removeVm, removeVmSnapshot } from './removal.js'
@@ -34,4 +35,6 @@ export const destroyers = {
   VDI: removal(removeDisk),
   'VDI-snapshot': removal(removeDisk),
   network: removal(removeNetwork),
+  VBD: removal(removeDevice('VBD')),
+  VIF: removal(removeDevice('VIF')),
 } as const satisfies Partial<Record<LabType, Destroyer>>

@@ -30,3 +30,22 @@ export function optionalStringMap(params: Params, key: string): Readonly<Record<
   }
   throw invalidParameters([{ path: `body.${key}`, message: 'must be an object of strings' }])
 }
+
+export function optionalBoolean(params: Params, key: string): boolean | undefined {
+  const value = params[key]
+  if (value === undefined || typeof value === 'boolean') return value
+  throw invalidParameters([{ path: `body.${key}`, message: 'must be a boolean' }])
+}
+
+export function optionalInteger(params: Params, key: string): number | undefined {
+  const value = params[key]
+  if (value === undefined || Number.isSafeInteger(value)) return value as number | undefined
+  throw invalidParameters([{ path: `body.${key}`, message: 'must be an integer' }])
+}
+
+export function optionalStrings(params: Params, key: string): readonly string[] | undefined {
+  const value = params[key]
+  if (value === undefined) return undefined
+  if (Array.isArray(value) && value.every((entry) => typeof entry === 'string')) return value as readonly string[]
+  throw invalidParameters([{ path: `body.${key}`, message: 'must be an array of strings' }])
+}

@@ -1,4 +1,5 @@
 import type { Created, XoRecord } from '../../types.js'
+import { vbdActions, vifActions } from './devices.js'
 import { hostActions } from './host.js'
 import type { ActionHandler, Params } from './params.js'
 import type { LabType } from './plan.js'
@@ -15,6 +16,8 @@ export const actionHandlers = {
   pool: poolActions,
   SR: srActions,
   VDI: vdiActions,
+  VBD: vbdActions,
+  VIF: vifActions,
 } as const satisfies Partial<Record<LabType, Readonly<Record<string, ActionHandler>>>>
 
 /** Runs one action (found through lab/capabilities.ts) and completes its progress. */

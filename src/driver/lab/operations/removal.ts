@@ -16,18 +16,18 @@ export function forgetMessages(plan: Plan, uuids: readonly string[]): void {
   for (const message of plan.all('message')) if (gone.has(message.$object)) plan.remove(message.id, 'message')
 }
 
-const notAttached = (device: { readonly id: string; readonly attached: boolean }): void => {
+export const notAttached = (device: { readonly id: string; readonly attached: boolean }): void => {
   if (device.attached) throw incorrectState({ actual: true, expected: false, object: device.id, property: 'attached' })
 }
 
-function removeVbd(plan: Plan, vbdId: string): void {
+export function removeVbd(plan: Plan, vbdId: string): void {
   const vbd = plan.get(vbdId, 'VBD')
   removeFromList(plan.edit(vbd.VM, 'VM', 'VM-snapshot', 'VM-template', 'VM-controller').$VBDs, vbd.id)
   if (vbd.VDI !== undefined) removeFromList(plan.edit(vbd.VDI, 'VDI', 'VDI-snapshot').$VBDs, vbd.id)
   plan.remove(vbd.id, 'VBD')
 }
 
-function removeVif(plan: Plan, vifId: string): void {
+export function removeVif(plan: Plan, vifId: string): void {
   const vif = plan.get(vifId, 'VIF')
   removeFromList(plan.edit(vif.$VM, 'VM', 'VM-snapshot', 'VM-template', 'VM-controller').VIFs, vif.id)
   removeFromList(plan.edit(vif.$network, 'network').VIFs, vif.id)
