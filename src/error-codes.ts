@@ -35,6 +35,7 @@ export const errorStatus = {
   DISK_SIZE_MISMATCH: 422,
   HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
+  XAPI_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   INDEX_TIMEOUT: 504,
 } as const satisfies Readonly<Record<string, number>>
