@@ -137,6 +137,36 @@ t.test('host and SR actions', async (t) => {
   t.same(env.refs('task'), [])
 })
 
+t.test('pool actions: an emergency shutdown powers everything off, the master last; a rolling reboot takes the hosts in turn', async (t) => {
+  const env = await setup(t)
+  const pool = env.named('pool', 'Demo pool')
+  const live = (): boolean[] => env.refs('host').map((ref) => env.xapi(String(env.xapi(ref)['metrics']))['live'] as boolean)
+  const guestsUp = (): string[] =>
+    env.refs('VM').filter((ref) => {
+      const vm = env.xapi(ref)
+      return vm['is_control_domain'] !== true && vm['is_a_template'] !== true && vm['power_state'] !== 'Halted'
+    })
+
+  // The master's guests do not fit on the other hosts: the reboot stops at the master, enabled again, before anything moved.
+  const before = guestsUp().map((ref) => [ref, env.xapi(ref)['resident_on']])
+  const refused = await failure(env.ops.perform(pool, 'rolling_reboot', {}, context()))
+  t.same([refused.code, refused.data?.['code']], ['XAPI_ERROR', 'NO_HOSTS_AVAILABLE'])
+  t.same(env.refs('host').map((ref) => env.xapi(ref)['enabled']), env.refs('host').map(() => true), 'every host enabled')
+
+  for (const [ref] of before) await env.pool.callAsync('VM.hard_shutdown', [ref])
+  const ctx = context()
+  await env.ops.perform(pool, 'rolling_reboot', {}, ctx)
+  t.same(live(), env.refs('host').map(() => true), 'every host back')
+  t.same(env.refs('host').map((ref) => env.xapi(ref)['enabled']), env.refs('host').map(() => true), 'and enabled')
+  t.ok(ctx.reported.every((p, i) => p >= (ctx.reported[i - 1] ?? 0) && p <= 100), 'progress rising')
+
+  await env.ops.perform(env.named('VM', 'staging-app'), 'start', {}, context())
+  await env.ops.perform(pool, 'emergency_shutdown', {}, context())
+  t.same(guestsUp(), [], 'every guest powered off')
+  t.same(live(), env.refs('host').map(() => false), 'every host down')
+  t.same(env.refs('task'), [])
+})
+
 t.test('an aborted operation cancels its XAPI task: ABORTED, and the VM as it was', async (t) => {
   const env = await setup(t, 200)
   const vm = env.named('VM', 'staging-app')

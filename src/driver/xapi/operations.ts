@@ -6,6 +6,7 @@ import { translated } from './errors.js'
 import type { Env, Params, Target, XapiAction, XapiIndex } from './operations/context.js'
 import { destroyersByType } from './operations/destroy.js'
 import { hostActions } from './operations/host.js'
+import { poolActions } from './operations/pool.js'
 import { srActions } from './operations/sr.js'
 import { applyPatch, plannersByType } from './operations/update.js'
 import { vmActions } from './operations/vm.js'
@@ -14,6 +15,7 @@ import type { XapiLocator } from './types.js'
 const actionsByType: Readonly<Record<string, Readonly<Record<string, XapiAction>>>> = {
   VM: vmActions,
   host: hostActions,
+  pool: poolActions,
   SR: srActions,
 }
 
