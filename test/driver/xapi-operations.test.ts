@@ -112,6 +112,11 @@ t.test('revert_snapshot reverts to a snapshot of the VM and refuses another VMâ€
   await env.ops.perform(vm, 'hard_shutdown', {}, context())
   await env.ops.perform(vm, 'revert_snapshot', { snapshotId: snapshot.id }, context())
   t.equal(env.record(vm.id)['parent'], snapshot.id, 'the VM now derives from the snapshot')
+  const running = env.named('VM', 'web-01')
+  const live = await env.ops.perform(running, 'snapshot', {}, context())
+  await env.ops.perform(running, 'revert_snapshot', { snapshotId: live?.id }, context())
+  t.equal(env.record(running.id)['parent'], live?.id)
+  t.equal(env.of(running)['power_state'], 'Running', 'a VM snapshotted while running runs again')
   t.same(env.refs('task'), [])
 })
 

@@ -72,7 +72,12 @@ const cpus: Planner = (target, value, current) => {
   if (powerState(current) === 'Running') {
     // A running guest can only get vCPUs hot-plugged up to its maximum.
     if (value > max) return `a running VM can have at most ${max} vCPUs (its maximum); halt it to raise that`
-    return setter('VCPUs_at_startup', 'set_VCPUs_number_live')(target, value, current)
+    // As the reference: the count at the next start, and the vCPUs plugged now.
+    const live = numberOf(current['VCPUs_at_startup'])
+    return sequence(setter('VCPUs_at_startup')(target, value, current), {
+      apply: async () => void (await target.pool.call('VM.set_VCPUs_number_live', [target.ref, value])),
+      undo: async () => void (await target.pool.call('VM.set_VCPUs_number_live', [target.ref, live])),
+    })
   }
   // XAPI keeps VCPUs_at_startup ≤ VCPUs_max at every step: raise the maximum first, lower it last.
   const atStartup = setter('VCPUs_at_startup')(target, value, current)

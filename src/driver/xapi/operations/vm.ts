@@ -49,14 +49,25 @@ const start: XapiAction = async (env, target, params, context) => {
   return undefined
 }
 
+/**
+ * As the reference reverts: VM.revert, then a VM snapshotted while running
+ * is started again (resumed when the revert left it suspended); a failure
+ * to restart is no failure of the revert, which is done.
+ */
 const revertSnapshot: XapiAction = async (env, target, params, context) => {
   const snapshotId = requiredString(params, 'snapshotId')
   const { pool, ref, object } = target
   const snapshotRef = refOf(env, target, snapshotId, 'VM-snapshot', 'body.snapshotId')
-  if ((await pool.call<string>('VM.get_snapshot_of', [snapshotRef])) !== ref) {
+  const snapshot = await pool.call<Readonly<Record<string, unknown>>>('VM.get_record', [snapshotRef])
+  if (snapshot['snapshot_of'] !== ref) {
     throw invalidParameters([{ path: 'body.snapshotId', message: `${snapshotId} is not a snapshot of VM ${object.id}` }])
   }
-  await pool.callAsync('VM.revert', [snapshotRef], step(context))
+  await pool.callAsync('VM.revert', [snapshotRef], step(context, 0, 80))
+  const info = snapshot['snapshot_info']
+  if (typeof info !== 'object' || info === null || (info as Record<string, unknown>)['power-state-at-snapshot'] !== 'Running') return undefined
+  const state = await pool.call<string>('VM.get_power_state', [ref])
+  const restart = state === 'Halted' ? pool.callAsync('VM.start', [ref, false, false]) : state === 'Suspended' ? pool.callAsync('VM.resume', [ref, false, true]) : undefined
+  await restart?.catch(() => undefined)
   return undefined
 }
 
@@ -75,9 +86,9 @@ export const vmActions: Readonly<Record<string, XapiAction>> = {
   pause: plain('pause'),
   unpause: plain('unpause'),
   suspend: plain('suspend'),
-  // start_paused and force false, as the reference resumes a VM.
+  // Not paused, and forced, as the reference resumes a VM.
   resume: async (_env, { pool, ref }, _params, context) => {
-    await pool.callAsync('VM.resume', [ref, false, false], step(context))
+    await pool.callAsync('VM.resume', [ref, false, true], step(context))
     return undefined
   },
   snapshot,
