@@ -98,6 +98,21 @@ t.test('allocation and reads come from one VHD export and equal the lab’s disk
   t.same(env.refs('task'), [], 'every transfer task destroyed')
 })
 
+t.test('a disk on another host’s local storage is read where XAPI sends the request', async (t) => {
+  const env = await setup(t)
+  const local = env.named('SR', 'Local storage (xcp-ng-02)')
+  const vdi = [...env.sim.simulator.services.driver.objectsOfType('VDI')].find((candidate) => candidate['$SR'] === local.id)
+  if (vdi === undefined) throw new Error('no disk on xcp-ng-02')
+  const allocated = await env.disks.allocation(vdi)
+  t.ok(allocated.length > 0, 'the disk holds data')
+  t.same(allocated, await env.lab.allocation(vdi))
+  const read = await drain(env.disks.readBlocks(vdi, allocated.slice(0, 2)))
+  const expected = await drain(env.lab.readBlocks(vdi, allocated.slice(0, 2)))
+  t.same(read.map((block) => block.index), expected.map((block) => block.index))
+  t.ok(read.every((block, i) => block.data.equals(expected[i]?.data as Buffer)), 'the same bytes')
+  t.same(env.refs('task'), [])
+})
+
 t.test('a read that stops early and a read of nothing leave no task behind', async (t) => {
   const env = await setup(t)
   const vdi = await env.vdi(blocks([

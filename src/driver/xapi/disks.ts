@@ -97,6 +97,7 @@ export class XapiDisks implements DiskAccess {
           } else giveBack(block.data)
           if (next === indexes.length) break
         }
+        // Read to its end, the stream is complete only once XAPI says the export succeeded.
         if (next < indexes.length) {
           await transfer.outcome()
           complete = true
