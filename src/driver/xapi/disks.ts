@@ -163,7 +163,7 @@ export class XapiDisks implements DiskAccess {
       await Promise.all(spools.map((spool) => spool.remove()))
     }
     try {
-      for (const _disk of description.disks) spools.push(await BlockSpool.create(this.#tempDir))
+      while (spools.length < description.disks.length) spools.push(await BlockSpool.create(this.#tempDir))
     } catch (error) {
       await removeAll()
       throw error

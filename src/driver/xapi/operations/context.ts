@@ -14,6 +14,9 @@ export interface Env {
   readonly index: XapiIndex
 }
 
+/** A XAPI record as read with get_record: fields by name, ints as numbers or strings. */
+export type XapiFields = Readonly<Record<string, unknown>>
+
 /** The object acted on, located in its pool. */
 export interface Target {
   readonly object: XoRecord

@@ -1,7 +1,6 @@
 import type { OperationContext } from '../../types.js'
 import type { XapiPool } from '../types.js'
-import { isGone, step, type Target } from './context.js'
-import type { XapiFields } from './update.js'
+import { isGone, step, type Target, type XapiFields } from './context.js'
 
 export type XapiDestroyer = (target: Target, context: OperationContext) => Promise<void>
 

@@ -1,8 +1,7 @@
 import type { OperationContext } from '../../types.js'
 import type { XapiPool } from '../types.js'
-import type { XapiAction } from './context.js'
+import type { XapiAction, XapiFields } from './context.js'
 import { rebootHost } from './host.js'
-import type { XapiFields } from './update.js'
 
 type Records = Readonly<Record<string, XapiFields>>
 

@@ -1,8 +1,5 @@
 import { incorrectState, invalidParameters } from '../../../errors.js'
-import type { Target } from './context.js'
-
-/** A XAPI record as read with get_record: fields by name, ints as numbers or strings. */
-export type XapiFields = Readonly<Record<string, unknown>>
+import type { Target, XapiFields } from './context.js'
 
 /** One field's change, planned: applied, and taken back if a later field of the same PATCH fails. */
 export interface Edit {
