@@ -1,0 +1,81 @@
+import { aborted, noSuchObject } from '../../errors.js'
+import { taggableTypes } from '../../model/operations.js'
+import { notDeclared } from '../capabilities.js'
+import type { Created, DriverCapabilities, DriverOperations, OperationContext, XoRecord } from '../types.js'
+import { translated } from './errors.js'
+import type { Env, Params, Target, XapiAction, XapiIndex } from './operations/context.js'
+import { destroyersByType } from './operations/destroy.js'
+import { hostActions } from './operations/host.js'
+import { poolActions } from './operations/pool.js'
+import { srActions } from './operations/sr.js'
+import { applyPatch, plannersByType } from './operations/update.js'
+import { vmActions } from './operations/vm.js'
+import type { XapiLocator } from './types.js'
+
+const actionsByType: Readonly<Record<string, Readonly<Record<string, XapiAction>>>> = {
+  VM: vmActions,
+  host: hostActions,
+  pool: poolActions,
+  SR: srActions,
+}
+
+const own = <T>(table: Readonly<Record<string, T>>, key: string): T | undefined => (Object.hasOwn(table, key) ? table[key] : undefined)
+
+/** What XapiOperations can do, read off its tables so that the declaration cannot drift from them. */
+export const xapiCapabilities: DriverCapabilities = Object.freeze({
+  actions: Object.fromEntries(Object.entries(actionsByType).map(([type, actions]) => [type, Object.keys(actions)])),
+  patch: Object.keys(plannersByType),
+  destroy: Object.keys(destroyersByType),
+  tags: [...taggableTypes],
+})
+
+/**
+ * The driver's operations on XAPI pools: each action runs as `Async.*`
+ * messages, as the reference calls them, its progress relayed and its task
+ * cancelled when the operation is aborted; XAPI's failures are answered as
+ * Keel's (errors.ts). An operation settles once XAPI has committed it; an
+ * object it created is answered once the index holds it.
+ */
+export class XapiOperations implements DriverOperations {
+  readonly #env: Env
+
+  constructor(locator: XapiLocator, index: XapiIndex) {
+    this.#env = { locator, index }
+  }
+
+  async perform(object: XoRecord, action: string, params: Params, context: OperationContext): Promise<Created | undefined> {
+    const run = own(actionsByType, object.type)
+    const handler = run === undefined ? undefined : own(run, action)
+    if (handler === undefined) throw notDeclared(object, action)
+    return this.#run(object, context, (target) => handler(this.#env, target, params, context))
+  }
+
+  async update(object: XoRecord, patch: Readonly<Record<string, unknown>>): Promise<void> {
+    const planners = own(plannersByType, object.type)
+    if (planners === undefined) throw notDeclared(object, 'update')
+    await this.#run(object, undefined, (target) => applyPatch(target, planners, patch))
+  }
+
+  async destroy(object: XoRecord, context: OperationContext): Promise<void> {
+    const destroyer = own(destroyersByType, object.type)
+    if (destroyer === undefined) throw notDeclared(object, 'destroy')
+    await this.#run(object, context, (target) => destroyer(target, context))
+  }
+
+  async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {
+    if (!xapiCapabilities.tags.includes(object.type)) throw notDeclared(object, 'tags')
+    await this.#run(object, undefined, async ({ pool, ref, cls }) => {
+      await pool.call(`${cls}.${present ? 'add_tags' : 'remove_tags'}`, [ref, tag])
+    })
+  }
+
+  /** Locates the object, then runs the exchange with XAPI's failures translated. */
+  async #run<T>(object: XoRecord, context: OperationContext | undefined, run: (target: Target) => Promise<T>): Promise<T> {
+    if (context?.signal.aborted === true) throw aborted()
+    return translated({ object }, async () => {
+      const location = this.#env.locator.locate(object)
+      if (location === undefined) throw noSuchObject(object.id, object.type)
+      return run({ object, ...location })
+    })
+  }
+}

@@ -1,0 +1,54 @@
+import { invalidParameters, noSuchObject } from '../../../errors.js'
+import type { Created, OperationContext, WaitForOptions, XoRecord } from '../../types.js'
+import type { Params } from '../../lab/operations/params.js'
+import { XapiError, type XapiLocator, type XapiPool, type XapiTaskOptions } from '../types.js'
+
+/** What the operations read of the driver's index. */
+export interface XapiIndex {
+  getObject(id: string): XoRecord | undefined
+  waitFor(id: string, options?: WaitForOptions): Promise<XoRecord>
+}
+
+export interface Env {
+  readonly locator: XapiLocator
+  readonly index: XapiIndex
+}
+
+/** A XAPI record as read with get_record: fields by name, ints as numbers or strings. */
+export type XapiFields = Readonly<Record<string, unknown>>
+
+/** The object acted on, located in its pool. */
+export interface Target {
+  readonly object: XoRecord
+  readonly pool: XapiPool
+  readonly ref: string
+  readonly cls: string
+}
+
+export type { Params } from '../../lab/operations/params.js'
+
+export type XapiAction = (env: Env, target: Target, params: Params, context: OperationContext) => Promise<Created | undefined>
+
+/** The task options of one step of an operation: its progress mapped onto [from, to] of the whole. */
+export const step = (context: OperationContext, from = 0, to = 100): XapiTaskOptions => ({
+  signal: context.signal,
+  progress: (percent) => context.progress(from + ((to - from) * percent) / 100),
+})
+
+/** The ref of an object a parameter names, in the target's pool (the lab refuses an object of another pool the same way). */
+export function refOf(env: Env, target: Target, id: string, type: string, path: string): string {
+  const record = env.index.getObject(id)
+  const location = record === undefined ? undefined : env.locator.locate(record)
+  if (record === undefined || location === undefined) throw noSuchObject(id, type)
+  if (location.pool.poolId !== target.pool.poolId) throw invalidParameters([{ path, message: `${id} is not in the pool of ${target.object.id}` }])
+  return location.ref
+}
+
+/** A created object, answered once the index holds it. */
+export async function created(env: Env, pool: XapiPool, cls: string, ref: string): Promise<Created> {
+  const uuid = await pool.call<string>(`${cls}.get_uuid`, [ref])
+  const record = await env.index.waitFor(uuid)
+  return { id: record.id, type: record.type }
+}
+
+export const isGone = (error: unknown): boolean => error instanceof XapiError && (error.code === 'HANDLE_INVALID' || error.code === 'UUID_INVALID')

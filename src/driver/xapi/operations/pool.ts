@@ -1,0 +1,71 @@
+import type { OperationContext } from '../../types.js'
+import type { XapiPool } from '../types.js'
+import type { XapiAction, XapiFields } from './context.js'
+import { rebootHost } from './host.js'
+
+type Records = Readonly<Record<string, XapiFields>>
+
+/** The pool's live hosts, the master first or last. */
+async function liveHosts(pool: XapiPool, master: 'first' | 'last'): Promise<string[]> {
+  const pools = await pool.call<Records>('pool.get_all_records', [])
+  const masterRef = Object.values(pools)[0]?.['master']
+  const hosts = await pool.call<Records>('host.get_all_records', [])
+  const live: string[] = []
+  for (const [ref, host] of Object.entries(hosts)) {
+    const metrics = await pool.call<XapiFields>('host_metrics.get_record', [String(host['metrics'])])
+    if (metrics['live'] === true) live.push(ref)
+  }
+  const others = live.filter((ref) => ref !== masterRef)
+  const masters = live.filter((ref) => ref === masterRef)
+  return master === 'first' ? [...masters, ...others] : [...others, ...masters]
+}
+
+/** The guests that are not halted (control domains, templates and snapshots aside), on `host` or anywhere. */
+async function guestsUp(pool: XapiPool, host?: string): Promise<string[]> {
+  const vms = await pool.call<Records>('VM.get_all_records', [])
+  return Object.entries(vms)
+    .filter(([, vm]) => vm['is_control_domain'] !== true && vm['is_a_template'] !== true && vm['power_state'] !== 'Halted')
+    .filter(([, vm]) => host === undefined || vm['resident_on'] === host)
+    .map(([ref]) => ref)
+}
+
+async function hardShutdown(pool: XapiPool, vms: readonly string[], context: OperationContext): Promise<void> {
+  for (const vm of vms) await pool.callAsync('VM.hard_shutdown', [vm], { signal: context.signal })
+}
+
+/**
+ * As the lab does it: each live host's guests powered off, then the host
+ * shut down, the master last since it coordinates the others; guests left
+ * on hosts already down (suspended ones) go at the end.
+ */
+const emergencyShutdown: XapiAction = async (_env, { pool }, _params, context) => {
+  const hosts = await liveHosts(pool, 'last')
+  for (const [i, host] of hosts.entries()) {
+    await hardShutdown(pool, await guestsUp(pool, host), context)
+    await pool.callAsync('host.disable', [host], { signal: context.signal })
+    await pool.callAsync('host.shutdown', [host], { signal: context.signal })
+    context.progress((90 * (i + 1)) / hosts.length)
+  }
+  await hardShutdown(pool, await guestsUp(pool), context)
+  return undefined
+}
+
+/**
+ * Each live host in turn, the master first as the reference does: cleared,
+ * rebooted, and waited for until it is back and enabled. A host whose
+ * guests cannot all move stops the reboot there, enabled again; the hosts
+ * rebooted before it stay so.
+ */
+const rollingReboot: XapiAction = async (_env, { pool }, _params, context) => {
+  const hosts = await liveHosts(pool, 'first')
+  for (const [i, host] of hosts.entries()) {
+    await rebootHost(pool, host, { ...context, progress: (percent) => context.progress((100 * i + percent) / hosts.length) })
+  }
+  return undefined
+}
+
+export const poolActions: Readonly<Record<string, XapiAction>> = {
+  emergency_shutdown: emergencyShutdown,
+  rolling_reboot: rollingReboot,
+}
+
