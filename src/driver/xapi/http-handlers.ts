@@ -8,7 +8,8 @@ const MAX_REDIRECTS = 3
 function once(url: URL, agent: Agent, request: XapiHttpRequest): Promise<IncomingMessage> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
   return new Promise((resolve, reject) => {
-    const req = send(url, { method: request.method, agent, ...(request.signal === undefined ? {} : { signal: request.signal }) })
+    const headers = request.length === undefined ? {} : { 'content-length': String(request.length) }
+    const req = send(url, { method: request.method, agent, headers, ...(request.signal === undefined ? {} : { signal: request.signal }) })
     req.once('error', (error) => reject(request.signal?.aborted === true ? error : new XapiTransportError(`${url.host}: ${error.message}`, { cause: error })))
     req.once('response', resolve)
     if (request.body === undefined) req.end()

@@ -50,6 +50,8 @@ export interface XapiHttpRequest {
   /** `session_id` is added by the connection */
   readonly query: Readonly<Record<string, string>>
   readonly body?: Readable
+  /** the body's exact length, sent as Content-Length: XAPI takes no chunked upload */
+  readonly length?: number
   readonly signal?: AbortSignal
 }
 
