@@ -35,8 +35,6 @@ interface Attempt {
   failedOver: boolean
 }
 
-const abortReason = (signal: AbortSignal): unknown => signal.reason ?? new DOMException('This operation was aborted', 'AbortError')
-
 /**
  * One pool, logged in on its master: sessions renewed once on
  * SESSION_INVALID, HOST_IS_SLAVE followed, every known member probed when
@@ -144,7 +142,8 @@ export class XapiConnection implements XapiPool {
 
   async callAsync<T = unknown>(method: string, params: readonly unknown[], options: XapiTaskOptions = {}): Promise<T> {
     const { signal, progress, fallback } = options
-    if (signal?.aborted === true) throw abortReason(signal)
+    // Aborted before it began: nothing to cancel, and it ends as a cancelled task would.
+    if (signal?.aborted === true) throw new XapiError('TASK_CANCELLED', [])
     const task = await this.call<string>(`Async.${method}`, params, fallback === undefined ? {} : { fallback: { method: `Async.${fallback.method ?? method}`, params: fallback.params } })
     const followed = this.tasks.follow(task, progress)
     const cancel = (): void => void this.call('task.cancel', [task]).catch(() => undefined)
