@@ -155,7 +155,8 @@ export class XapiConnection implements XapiPool {
     } finally {
       signal?.removeEventListener('abort', cancel)
       this.tasks.forget(task)
-      void this.call('task.destroy', [task]).catch(() => undefined)
+      // A task XAPI will not destroy (already gone, still running after a refused cancel) is XAPI's to prune.
+      await this.call('task.destroy', [task]).catch(() => undefined)
     }
   }
 
