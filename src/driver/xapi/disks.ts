@@ -1,11 +1,15 @@
 import { noSuchObject } from '../../errors.js'
 import type { DiskBlock } from '../../formats/blocks.js'
 import type { DiskAccess, DiskWriteSession, ImportSession, XoRecord } from '../types.js'
+import type { XapiIndex } from './operations.js'
 import type { XapiLocator } from './types.js'
 
 /** Placeholder until the disk streams land (issue 28): every disk is unknown to it. */
 export class XapiDisks implements DiskAccess {
-  constructor(readonly locator: XapiLocator) {}
+  constructor(
+    readonly locator: XapiLocator,
+    readonly index: XapiIndex,
+  ) {}
 
   allocation(vdi: XoRecord): Promise<number[]> {
     return Promise.reject(noSuchObject(vdi.id, vdi.type))

@@ -60,7 +60,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
     this.#options = options
     this.#waits = new IndexWaits((id) => this.#byId.get(id), options.indexWait ?? DEFAULT_INDEX_WAIT)
     this.#operations = new XapiOperations(this, this)
-    this.disks = new XapiDisks(this)
+    this.disks = new XapiDisks(this, this)
   }
 
   async open(): Promise<void> {
