@@ -3,7 +3,8 @@ import { indexTimeout } from '../index-waits.js'
 interface Waiter {
   readonly token: string
   readonly resolve: () => void
-  readonly timer: NodeJS.Timeout
+  readonly reject: (error: unknown) => void
+  timer?: NodeJS.Timeout
 }
 
 /**
@@ -14,15 +15,18 @@ interface Waiter {
 export class TokenBarrier {
   #applied = ''
   readonly #waiters = new Set<Waiter>()
-  readonly #rejects = new Map<Waiter, (error: unknown) => void>()
 
   /** the event loop has applied every event up to `token` */
   reached(token: string): void {
     if (token > this.#applied) this.#applied = token
-    for (const waiter of this.#waiters) if (waiter.token <= this.#applied) this.#settle(waiter).resolve()
+    for (const waiter of this.#waiters) {
+      if (waiter.token > this.#applied) continue
+      this.#drop(waiter)
+      waiter.resolve()
+    }
   }
 
-  /** the event log restarted (EVENTS_LOST, a resync): tokens count again from the new one */
+  /** the index was fetched anew from `token` (a full resync): the log may have started over */
   reset(token: string): void {
     this.#applied = ''
     this.reached(token)
@@ -31,21 +35,24 @@ export class TokenBarrier {
   wait(token: string, timeout: number): Promise<void> {
     if (token <= this.#applied) return Promise.resolve()
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { token, resolve, timer: setTimeout(() => this.#settle(waiter) && reject(indexTimeout(timeout)), timeout) }
+      const waiter: Waiter = { token, resolve, reject }
+      waiter.timer = setTimeout(() => {
+        this.#drop(waiter)
+        reject(indexTimeout(timeout))
+      }, timeout)
       this.#waiters.add(waiter)
-      this.#rejects.set(waiter, reject)
     })
   }
 
   close(error: unknown): void {
-    for (const waiter of this.#waiters) this.#rejects.get(waiter)?.(error)
-    for (const waiter of [...this.#waiters]) this.#settle(waiter)
+    for (const waiter of [...this.#waiters]) {
+      this.#drop(waiter)
+      waiter.reject(error)
+    }
   }
 
-  #settle(waiter: Waiter): Waiter {
+  #drop(waiter: Waiter): void {
     clearTimeout(waiter.timer)
     this.#waiters.delete(waiter)
-    this.#rejects.delete(waiter)
-    return waiter
   }
 }

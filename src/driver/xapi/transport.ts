@@ -32,7 +32,7 @@ export interface RpcOptions {
 const abortError = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError'))
 
 /** Sends a request, its body given whole; the response's status checked by the caller. */
-export function send(target: RpcTarget, method: string, path: string, body: string | undefined, headers: Record<string, string>, options: RpcOptions): Promise<IncomingMessage> {
+function send(target: RpcTarget, method: string, path: string, body: string | undefined, headers: Record<string, string>, options: RpcOptions): Promise<IncomingMessage> {
   const { signal } = options
   if (signal?.aborted === true) return Promise.reject(abortError(signal))
   const request = target.origin.protocol === 'https:' ? httpsRequest : httpRequest
