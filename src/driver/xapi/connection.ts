@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http'
+import type { Logger } from 'pino'
 import { DEFAULT_INDEX_WAIT } from '../index-waits.js'
 import type { WaitOptions } from '../types.js'
 import { onHost } from './address.js'
@@ -22,6 +23,7 @@ export interface ConnectionSettings {
   readonly probeTimeout?: number
   /** calls in flight at most (the event loop's long poll aside) */
   readonly concurrency?: number
+  readonly log?: Logger
 }
 
 /** Sent as the originator: XAPI counts and evicts sessions per originator. */
@@ -236,12 +238,14 @@ export class XapiConnection implements XapiPool {
     this.#failover ??= (async () => {
       const candidates = [...new Set([this.#origin.hostname.replace(/^\[|\]$/g, ''), ...this.#members])].map((address) => onHost(this.#origin, address))
       const probes = candidates.map((candidate) => this.#login(candidate, this.#settings.probeTimeout ?? 20_000))
+      this.#settings.log?.warn({ master: this.#origin.host, candidates: candidates.map((c) => c.host) }, 'XAPI: the master does not answer, probing the pool')
       let winner: { origin: URL; session: string }
       try {
         winner = await Promise.any(probes)
       } catch {
         throw new XapiTransportError(`no host of the pool answers (${candidates.map((c) => c.host).join(', ')})`)
       }
+      this.#settings.log?.warn({ master: winner.origin.host }, 'XAPI: failed over to the master found')
       // The other probes that logged in are logged out: sessions are counted per originator.
       for (const probe of probes) {
         void probe.then(

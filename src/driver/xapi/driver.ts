@@ -1,3 +1,4 @@
+import type { Logger } from 'pino'
 import { KeelError } from '../../errors.js'
 import { IndexWaits, DEFAULT_INDEX_WAIT } from '../index-waits.js'
 import type { ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, WaitForOptions, WaitOptions, XoRecord } from '../types.js'
@@ -23,6 +24,7 @@ export interface XapiDriverOptions {
   readonly index?: PoolIndexOptions
   /** pools connected at open() (the servers collection connects the others) */
   readonly pools?: readonly PoolConnectionSettings[]
+  readonly log?: Logger
 }
 
 interface Pool {
@@ -90,6 +92,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
       trust: trustOf(settings),
       ...(this.#options.callTimeout === undefined ? {} : { callTimeout: this.#options.callTimeout }),
       ...(this.#options.probeTimeout === undefined ? {} : { probeTimeout: this.#options.probeTimeout }),
+      ...(this.#options.log === undefined ? {} : { log: this.#options.log }),
     })
     const abort = (): void => void connection.close()
     signal.addEventListener('abort', abort, { once: true })
@@ -118,7 +121,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
             reportLost(error)
           },
         },
-        this.#options.index,
+        { ...this.#options.index, ...(this.#options.log === undefined ? {} : { log: this.#options.log }) },
         previous,
       )
       const pool: Pool = { connection, index, lost }

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events'
 import { isDeepStrictEqual } from 'node:util'
+import type { Logger } from 'pino'
 import { xapiClassOfEvent } from '../../xapi/datamodel/index.js'
 import { deepFreeze } from '../lab/deep-freeze.js'
 import type { ObjectChange, XoRecord } from '../types.js'
@@ -14,6 +15,7 @@ export interface PoolIndexOptions {
   readonly pollTimeout?: number
   /** ms before polling again after a XAPI error other than lost events */
   readonly retryDelay?: number
+  readonly log?: Logger
 }
 
 /** What the index tells its driver: a batch of changes to publish, in order, and the loss of the pool. */
@@ -170,16 +172,20 @@ export class PoolIndex {
         this.#applyBatch(batch)
       } catch (error) {
         if (signal.aborted) return
+        const log = this.#options.log?.child({ pool: this.#connection.poolId })
         if (error instanceof XapiError && RESYNC.has(error.code)) {
+          log?.info({ code: error.code }, 'XAPI: fetching every object again')
           // Resynced at the top of the loop.
           this.#generation = -1
           continue
         }
         if (isTransportError(error)) {
           // The connection has probed every member already: the pool is gone.
+          log?.error({ err: error }, 'XAPI: the pool is lost')
           this.#sink.lost(error)
           return
         }
+        log?.warn({ err: error }, 'XAPI: event.from failed, polling again')
         await delay(this.#options.retryDelay ?? 1_000, signal)
       }
     }
