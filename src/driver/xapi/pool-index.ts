@@ -60,6 +60,7 @@ export class PoolIndex {
   readonly #objects = new Map<string, XapiObject>()
   readonly #records = new Map<string, XoRecord>()
   readonly #refOfUuid = new Map<string, string>()
+  readonly #hosts = new Set<string>()
   /** for each ref, the records whose mapping read it */
   readonly #readers = new Map<string, Set<string>>()
   /** for each record, what its mapping read */
@@ -131,6 +132,7 @@ export class PoolIndex {
     for (const ref of this.#records.keys()) changed.add(ref)
     this.#objects.clear()
     this.#refOfUuid.clear()
+    this.#hosts.clear()
     for (const [cls, records] of fetched) {
       for (const [ref, record] of Object.entries(records)) {
         this.#put({ cls, ref, record })
@@ -216,13 +218,22 @@ export class PoolIndex {
     this.#objects.set(object.ref, object)
     const uuid = object.record['uuid']
     if (typeof uuid === 'string') this.#refOfUuid.set(uuid, object.ref)
-    if (object.cls === 'host') this.#connection.members = [...this.#objects.values()].filter((o) => o.cls === 'host').map((o) => String(o.record['address']))
+    if (object.cls === 'host') {
+      this.#hosts.add(object.ref)
+      this.#updateMembers()
+    }
+  }
+
+  /** The hosts' addresses, for the connection to probe when the master stops answering. */
+  #updateMembers(): void {
+    this.#connection.members = [...this.#hosts].map((ref) => String(this.#objects.get(ref)?.record['address'] ?? ''))
   }
 
   #remove(ref: string): void {
     const uuid = this.#objects.get(ref)?.record['uuid']
     if (typeof uuid === 'string' && this.#refOfUuid.get(uuid) === ref) this.#refOfUuid.delete(uuid)
     this.#objects.delete(ref)
+    if (this.#hosts.delete(ref)) this.#updateMembers()
   }
 
   /** Maps again the changed refs and their readers, and hands the differences to the sink in one batch. */
