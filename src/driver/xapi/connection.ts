@@ -77,11 +77,6 @@ export class XapiConnection implements XapiPool {
     return this.#poolRef
   }
 
-  /** the master's address as last reached */
-  get origin(): URL {
-    return this.#origin
-  }
-
   get fingerprint(): string | undefined {
     return this.#agent.fingerprint()
   }

@@ -29,8 +29,6 @@ const MAPPERS: Readonly<Record<string, Mapper>> = {
 /** The classes an index fetches and follows: the mapped ones and those folded into them. */
 export const WATCHED_CLASSES = ['pool', 'host', 'host_metrics', 'VM', 'VM_metrics', 'VM_guest_metrics', 'SR', 'PBD', 'VDI', 'VBD', 'SM', 'network', 'PIF', 'VIF', 'message'] as const
 
-export const isMapped = (cls: string): boolean => Object.hasOwn(MAPPERS, cls)
-
 /** The XO record of a XAPI object, undefined for a class XO folds into another (metrics). */
 export function xoRecord(object: XapiObject, context: MappingContext): Fields | undefined {
   return Object.hasOwn(MAPPERS, object.cls) ? MAPPERS[object.cls]?.(object, context) : undefined
