@@ -1,10 +1,14 @@
 import { readFileSync } from 'node:fs'
 import { X509Certificate } from 'node:crypto'
-import t from 'tap'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import t, { type Test } from 'tap'
+import { XapiConnection } from '../../src/driver/xapi/connection.js'
 import { certificateFile } from '../../src/simulator/certificate.js'
 import { XapiDriver } from '../../src/driver/xapi/driver.js'
 import { XapiError, type PoolConnectionSettings, type XapiPool } from '../../src/driver/xapi/types.js'
 import type { ObjectChange } from '../../src/driver/types.js'
+import { XapiTransportError } from '../../src/driver/xapi/transport.js'
 import { connectDriver, simulatedPool } from '../helpers/xapi-driver.js'
 import { PASSWORD, startSimulator } from '../helpers/xapi-simulator.js'
 
@@ -148,4 +152,39 @@ t.test('TLS: the certificate verified by default, pinned by its fingerprint, or 
   await pinned.disconnect()
   const insecure = await driver.connect(settings(simulator.url, { allowUnauthorized: true }), signal)
   t.equal(insecure.fingerprint, fingerprint, 'allowUnauthorized: accepted, its fingerprint reported for pinning')
+})
+
+/** A XAPI of a few calls on an ephemeral port, counting each method's calls as they arrive; `slow` answers after a second. */
+async function fakeXapi(t: Test): Promise<{ url: string; calls: Map<string, number> }> {
+  const calls = new Map<string, number>()
+  const answers: Record<string, unknown> = {
+    'session.login_with_password': 'OpaqueRef:session',
+    'pool.get_all_records': { 'OpaqueRef:pool': { uuid: '5eed0000-0000-4000-8000-000000000001' } },
+    'host.get_all_records': { 'OpaqueRef:host': { address: '127.0.0.1' } },
+  }
+  const server = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()))
+    request.on('end', () => {
+      const { method, id } = JSON.parse(body) as { method: string; id: number }
+      calls.set(method, (calls.get(method) ?? 0) + 1)
+      const answer = (): void => void response.end(JSON.stringify({ jsonrpc: '2.0', result: answers[method] ?? '', id }))
+      if (method === 'slow') setTimeout(answer, 1_000)
+      else answer()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls }
+}
+
+t.test('a call the master took and did not answer in time is not sent again', async (t) => {
+  const xapi = await fakeXapi(t)
+  const connection = new XapiConnection({ origin: new URL(xapi.url), username: 'root', password: 'p', trust: { mode: 'verify' }, callTimeout: 100 })
+  t.teardown(() => connection.close())
+  await connection.open()
+  const error = await failure(connection.call('slow', []))
+  t.ok(error instanceof XapiTransportError && error.timedOut, String(error))
+  t.equal(xapi.calls.get('slow'), 1, 'sent once: the master answers the probe, so it was only slow')
+  t.equal(xapi.calls.get('session.login_with_password'), 2, 'the probe logged in once')
 })

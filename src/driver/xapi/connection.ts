@@ -130,7 +130,10 @@ export class XapiConnection implements XapiPool {
         throw error
       }
       if (isTransportError(error) && options.signal?.aborted !== true && !attempt.failedOver && !this.#closed) {
+        const master = this.#origin.host
         await this.#failOver()
+        // A call the same master took and did not answer in time may have run: it is not sent twice.
+        if (error.timedOut && this.#origin.host === master) throw error
         return this.#call(method, params, options, { ...attempt, failedOver: true })
       }
       throw error

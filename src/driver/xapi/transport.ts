@@ -10,9 +10,13 @@ import { XapiError } from './types.js'
  * a XapiError never does.
  */
 export class XapiTransportError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** the host took the request and said nothing in time: the call may have run */
+  readonly timedOut: boolean
+
+  constructor(message: string, options?: { cause?: unknown; timedOut?: boolean }) {
     super(message, options)
     this.name = 'XapiTransportError'
+    this.timedOut = options?.timedOut ?? false
   }
 }
 
@@ -43,7 +47,7 @@ function send(target: RpcTarget, method: string, path: string, body: string | un
     }
     signal?.addEventListener('abort', onAbort, { once: true })
     req.once('close', () => signal?.removeEventListener('abort', onAbort))
-    req.once('timeout', () => req.destroy(new XapiTransportError(`${target.origin.host}: no answer within ${options.timeout} ms`)))
+    req.once('timeout', () => req.destroy(new XapiTransportError(`${target.origin.host}: no answer within ${options.timeout} ms`, { timedOut: true })))
     req.once('error', (error: Error) => reject(signal?.aborted === true || error instanceof XapiTransportError || error instanceof XapiError ? error : new XapiTransportError(`${target.origin.host}: ${error.message}`, { cause: error })))
     req.once('response', resolve)
     req.end(body)
