@@ -1,10 +1,13 @@
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { X509Certificate } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { XapiConnection } from '../../src/driver/xapi/connection.js'
 import { certificateFile } from '../../src/simulator/certificate.js'
+import { openSimulator } from '../../src/simulator/simulator.js'
 import { XapiDriver } from '../../src/driver/xapi/driver.js'
 import { XapiError, type PoolConnectionSettings, type XapiPool } from '../../src/driver/xapi/types.js'
 import type { ObjectChange } from '../../src/driver/types.js'
@@ -187,4 +190,21 @@ t.test('a call the master took and did not answer in time is not sent again', as
   t.ok(error instanceof XapiTransportError && error.timedOut, String(error))
   t.equal(xapi.calls.get('slow'), 1, 'sent once: the master answers the probe, so it was only slow')
   t.equal(xapi.calls.get('session.login_with_password'), 2, 'the probe logged in once')
+})
+
+t.test('a pool no host of which answers is lost: `lost` settles with the reason, its objects leave', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keel-xapi-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const simulator = await openSimulator({ dataDir, password: PASSWORD, stepDelay: 1 })
+  const url = await simulator.listen(0, '127.0.0.1')
+  const { driver, pool } = await connectDriver(t, url)
+  const removed: ObjectChange[] = []
+  driver.subscribe((change) => removed.push(change))
+  const count = driver.countOfType('VM')
+  await simulator.close()
+  const reason = await pool.lost
+  t.ok(reason instanceof XapiTransportError, String(reason))
+  t.same(driver.pools, [])
+  t.equal(removed.filter((change) => change.kind === 'remove' && change.object.type === 'VM').length, count, 'each VM removed')
+  t.equal(driver.countOfType('VM'), 0)
 })

@@ -117,8 +117,10 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
           lost: (error) => {
             if (this.#pools.get(poolId)?.connection !== connection) return
             this.#pools.delete(poolId)
-            void this.#stop(pool).then(() => this.#leave(poolId))
-            reportLost(error)
+            void this.#stop(pool).then(() => {
+              this.#leave(poolId)
+              reportLost(error)
+            })
           },
         },
         { ...this.#options.index, ...(this.#options.log === undefined ? {} : { log: this.#options.log }) },
