@@ -255,7 +255,10 @@ export class PoolIndex {
       if (previous !== undefined && isDeepStrictEqual(previous, fields)) continue
       const record = deepFreeze(fields as XoRecord)
       this.#records.set(ref, record)
-      changes.push(previous === undefined ? { kind: 'add', object: record } : { kind: 'update', object: record, previous })
+      if (previous === undefined) changes.push({ kind: 'add', object: record })
+      // A VM becoming a default template changes id (XO scopes those by pool): another object to whoever follows ids.
+      else if (previous.id !== record.id) changes.push({ kind: 'remove', object: previous, previous }, { kind: 'add', object: record })
+      else changes.push({ kind: 'update', object: record, previous })
     }
     if (changes.length > 0) this.#sink.apply(changes)
   }
