@@ -263,16 +263,15 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
       ofType.set(object.id, object)
     }
     for (const { object } of changes) this.#waits.changed(object.id)
-    const errors: unknown[] = []
+    // A failing listener is its own bug: the batch is applied, the other listeners are told, the event loop goes on.
     for (const change of changes) {
       for (const listener of this.#listeners) {
         try {
           listener(change)
         } catch (error) {
-          errors.push(error)
+          this.#options.log?.error({ err: error }, 'a change listener failed')
         }
       }
     }
-    if (errors.length > 0) throw new AggregateError(errors, `${errors.length} change listener call(s) failed`)
   }
 }
