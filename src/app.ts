@@ -31,6 +31,7 @@ import { TokenStore } from './auth/tokens.js'
 import { Directory } from './auth/users.js'
 import type { Config } from './config/config.js'
 import { LabDriver } from './driver/lab/driver.js'
+import { XapiDriver, type XapiDriverOptions } from './driver/xapi/driver.js'
 import type { LabSpec } from './driver/lab/spec.js'
 import { checkCapabilities } from './driver/capabilities.js'
 import type { Driver } from './driver/types.js'
@@ -76,6 +77,8 @@ export interface AppOptions {
   readonly poolConnector?: PoolConnector
   /** runs the reconnection retries of `servers` entries (default: timers) */
   readonly reconnectScheduler?: Scheduler
+  /** with `[driver] kind = "xapi"`: options of the XAPI driver (pools connected at start, in tests) */
+  readonly xapi?: XapiDriverOptions
 }
 
 export interface App {
@@ -84,6 +87,8 @@ export interface App {
   readonly directory: Directory
   readonly tokens: TokenStore
   readonly driver: Driver
+  /** the XAPI driver under `driver` when `[driver] kind = "xapi"`: what the servers collection connects pools to */
+  readonly xapi: XapiDriver | undefined
   readonly bus: EventBus
   readonly tasks: TaskManager
   readonly servers: ServerRegistry
@@ -139,14 +144,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   const acl = new AccessControl(db, bus, directory, clock)
   const adminId = await ensureAdministrator(directory, options, log)
   tokens.pruneExpired()
-  const lab = new LabDriver(db, {
+  const xapi = options.config.driver.kind === 'xapi' ? new XapiDriver({ graceDelay: options.config.driver.disconnectGrace, log: log.child({ component: 'xapi' }), ...options.xapi }) : undefined
+  const source = xapi ?? new LabDriver(db, {
     creatorId: adminId,
     clock,
     stepDelay: options.config.lab.stepDelay,
     dataDir: options.dataDir,
     ...(options.labSpec === undefined ? {} : { spec: options.labSpec }),
   })
-  const driver = options.wrapDriver?.(lab) ?? lab
+  const driver = options.wrapDriver?.(source) ?? source
   checkCapabilities(driver.capabilities, {
     actionsByType,
     patchTypes: Object.keys(patchByType),
@@ -192,7 +198,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         })
   const servers = new ServerRegistry({
     store: new ServerStore(db, new SecretBox(() => loadServersKey(options.dataDir)), clock),
-    connector: options.poolConnector ?? labPoolConnector,
+    connector: options.poolConnector ?? xapi ?? labPoolConnector,
     bus,
     scheduler: options.reconnectScheduler ?? timerScheduler,
     backoff: { initial: options.config.servers.reconnectDelay, max: options.config.servers.maxReconnectDelay },
@@ -308,6 +314,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     directory,
     tokens,
     driver,
+    xapi,
     bus,
     tasks,
     servers,

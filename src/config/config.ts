@@ -141,6 +141,13 @@ const sections = {
     field: 'lab',
     keys: { stepDelay: { read: durationReader, default: 400 } },
   },
+  driver: {
+    field: 'driver',
+    keys: {
+      kind: { read: stringReader(['lab', 'xapi']), default: 'lab' },
+      disconnectGrace: { read: durationReader, default: 60_000 },
+    },
+  },
   backups: {
     field: 'backups',
     keys: { repositoryRoots: { read: absolutePathsReader, default: undefined } },

@@ -1,14 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
 import { createApp, type App, type AppOptions } from '../../src/app.js'
 import { loadConfig, type ConfigOverrides } from '../../src/config/config.js'
 import type { Driver } from '../../src/driver/types.js'
+import type { XapiDriverOptions } from '../../src/driver/xapi/driver.js'
+import { openSimulator } from '../../src/simulator/simulator.js'
 import { LaggedDriver, randomDelays } from '../driver/lagged-driver.js'
 
 export const ADMIN_EMAIL = 'admin@admin.net'
 export const ADMIN_PASSWORD = 'test-admin-password'
+const SIMULATOR_PASSWORD = 'simulator-test-password'
 
 /** A clock tests move by hand, so expiry is tested without sleeping. */
 export class ManualClock {
@@ -48,21 +51,41 @@ export interface StartOptions {
  */
 function testDriver(): ((lab: Driver) => Driver) | undefined {
   const kind = process.env['KEEL_TEST_DRIVER'] ?? 'lab'
-  if (kind === 'lab') return undefined
-  if (kind !== 'lagged') throw new Error(`KEEL_TEST_DRIVER: unknown driver ${kind} (lab or lagged)`)
+  if (kind === 'lab' || kind === 'xapi') return undefined
+  if (kind !== 'lagged') throw new Error(`KEEL_TEST_DRIVER: unknown driver ${kind} (lab, lagged or xapi)`)
   const max = Number(process.env['KEEL_TEST_LAG_MAX'] ?? 10)
   const seed = Number(process.env['KEEL_TEST_LAG_SEED'] ?? Math.floor(Math.random() * 2 ** 31))
   process.stderr.write(`keel test server: lagged driver, KEEL_TEST_LAG_SEED=${seed} KEEL_TEST_LAG_MAX=${max}\n`)
   return (lab) => new LaggedDriver(lab, { delay: randomDelays(seed, max) })
 }
 
+/**
+ * `KEEL_TEST_DRIVER=xapi` runs every server over the XAPI driver, connected
+ * to a simulator (`keel lab xapi`) of its own on the demo lab, kept in the
+ * server's data directory (so a server started again on it finds the same
+ * pool) and stopped with the server.
+ */
+async function xapiPool(dataDir: string): Promise<{ options: XapiDriverOptions; close: () => Promise<void> } | undefined> {
+  if (process.env['KEEL_TEST_DRIVER'] !== 'xapi') return undefined
+  const simulatorDir = join(dataDir, 'xapi-simulator')
+  mkdirSync(simulatorDir, { recursive: true })
+  const simulator = await openSimulator({ dataDir: simulatorDir, password: SIMULATOR_PASSWORD, stepDelay: 1 })
+  const url = await simulator.listen(0, '127.0.0.1')
+  return {
+    options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools: [{ host: url, username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false }] },
+    close: () => simulator.close(),
+  }
+}
+
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'))
   const clock = options.clock ?? new ManualClock()
+  const pool = await xapiPool(dataDir)
   const config = loadConfig(undefined, {
     ...options.config,
     authentication: { failedLoginDelay: 20, ...options.config?.authentication },
     lab: { stepDelay: 1, ...options.config?.lab },
+    ...(pool === undefined ? {} : { driver: { kind: 'xapi', ...options.config?.driver } }),
   })
   const lag = testDriver()
   const wrap = options.app?.wrapDriver
@@ -75,7 +98,9 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     adminPassword: ADMIN_PASSWORD,
     ...options.app,
     ...(lag === undefined ? {} : { wrapDriver: (lab: Driver) => lag(wrap?.(lab) ?? lab) }),
-  }).catch((error: unknown) => {
+    ...(pool === undefined ? {} : { xapi: { ...pool.options, ...options.app?.xapi } }),
+  }).catch(async (error: unknown) => {
+    await pool?.close()
     // A service refusing to start (a test of exactly that) leaves no folder of ours behind.
     if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true })
     throw error
@@ -104,7 +129,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
       return { status: response.status, body: (text === '' ? undefined : JSON.parse(text)) as T, response }
     },
     async close(closeOptions = {}) {
-      closing ??= app.close()
+      closing ??= app.close().finally(() => pool?.close())
       await closing
       if (closeOptions.keepData !== true && options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true })
     },

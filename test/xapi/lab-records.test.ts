@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import t from 'tap'
 import { XapiDatabase } from '../../src/simulator/database.js'
 import { LabFeed } from '../../src/simulator/lab-feed.js'
@@ -5,7 +6,6 @@ import { MAPPED_TYPES } from '../../src/simulator/records/index.js'
 import { NULL_REF, typeKind, xapiClass } from '../../src/xapi/datamodel/index.js'
 import { context, openLab, type TestScope } from '../helpers/lab.js'
 import { XoMapper } from '../helpers/xo-mapping.js'
-import type { XoRecord } from '../../src/driver/types.js'
 
 async function simulate(t: TestScope) {
   const lab = await openLab(t)
@@ -16,36 +16,53 @@ async function simulate(t: TestScope) {
   return { lab, db, feed }
 }
 
-/** The lab's value of a field the mapper gives; of `memory`, only the parts it gives (the size and usage come from live figures). */
-function expectedField(record: XoRecord, key: string, mapped: unknown): unknown {
-  if (key === 'type') return record.type
-  const value = record[key]
-  if (key === 'memory' && typeof value === 'object' && value !== null && typeof mapped === 'object' && mapped !== null) {
-    return Object.fromEntries(Object.keys(mapped).map((part) => [part, (value as Record<string, unknown>)[part]]))
-  }
-  // Unset in the lab, as XO reads an absent value.
-  if (value === undefined || value === null) return key === 'startTime' ? null : key === 'addresses' ? {} : undefined
-  return value
+/**
+ * Fields of the lab's records that XAPI, as the simulator serves it, does not
+ * carry, or carries otherwise; every other field must be equal.
+ */
+const NOT_CARRIED: Readonly<Record<string, string>> = {
+  'pool.haRebootVmOnInternalShutdown': 'the simulator leaves the datamodel default',
+  'host.certificates': 'the Certificate class is not fetched',
+  'SM.supported_image_formats': 'the simulator does not serve it',
+  'PIF.deviceName': 'PIF_metrics are not fetched',
+  'PIF.speed': 'PIF_metrics are not fetched',
+  'VM.creation': "Keel's record of who created the VM, not XAPI's",
+  'VM-snapshot.creation': "Keel's record of who created the VM, not XAPI's",
+  'VM.vulnerabilities': "Xen Orchestra's own analysis",
+  'VM.parent': 'the simulator does not set VM.parent',
+  'VM-template.template_info': "the disks come from other_config's `disks` XML, which the simulator does not serve",
+  'VM-controller.memory': "XAPI reports a control domain's memory use (memory_actual); the lab does not",
+  'VM-controller.installTime': "XAPI's VM_metrics always have an install time; the lab's control domains do not",
 }
 
-t.test('every lab record read back from its XAPI record by the reference rules gives the lab record, field by field', async (t) => {
+t.test('every lab record read back from its XAPI record by the XAPI driver\'s mapping gives the lab record, field by field', async (t) => {
   const { lab, db } = await simulate(t)
   const mapper = new XoMapper(db)
   let compared = 0
+  const differences: string[] = []
+  const seen = new Set<string>()
   for (const type of MAPPED_TYPES) {
     for (const record of lab.driver.objectsOfType(type)) {
-      const stored = db.get(String(record['_xapiRef']))
-      if (stored === undefined) {
-        t.fail(`${type} ${record.id} has no XAPI object`)
+      const ref = String(record['_xapiRef'])
+      const xo = mapper.toXo(ref)
+      if (xo === undefined) {
+        differences.push(`${type} ${record.id}: no XAPI object`)
         continue
       }
-      t.equal(mapper.id(stored.ref), record.id, `${type} ${record.id}: id`)
-      const xo = mapper.toXo(stored.cls, stored.record)
-      const expected = Object.fromEntries(Object.entries(xo).map(([key, value]) => [key, expectedField(record, key, value)]))
-      t.same(xo, expected, `${type} ${record.id}`)
+      t.equal(mapper.id(ref), record.id, `${type} ${record.id}: id`)
+      for (const key of new Set([...Object.keys(record), ...Object.keys(xo)])) {
+        const field = `${type}.${key}`
+        if (Object.hasOwn(NOT_CARRIED, field)) {
+          seen.add(field)
+          continue
+        }
+        if (!isDeepStrictEqual(record[key], xo[key])) differences.push(`${field} of ${record.id}: lab ${JSON.stringify(record[key])}, mapped ${JSON.stringify(xo[key])}`)
+      }
       compared++
     }
   }
+  t.same(differences, [], 'every field carried by XAPI maps back to the lab value')
+  t.same([...seen].sort(), Object.keys(NOT_CARRIED).sort(), 'each field listed as not carried exists')
   t.ok(compared > 100, `${compared} records compared`)
 })
 

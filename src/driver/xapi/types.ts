@@ -20,10 +20,18 @@ export class XapiError extends Error {
   }
 }
 
+/** What to call instead, once, when the host is older than the call (MESSAGE_PARAMETER_COUNT_MISMATCH, MESSAGE_METHOD_UNKNOWN). */
+export interface XapiFallback {
+  /** default: the same method */
+  readonly method?: string
+  readonly params: readonly unknown[]
+}
+
 export interface XapiCallOptions {
   readonly signal?: AbortSignal
   /** ms before the call fails with a timeout (default: the connection's) */
   readonly timeout?: number
+  readonly fallback?: XapiFallback
 }
 
 export interface XapiTaskOptions {
@@ -31,6 +39,8 @@ export interface XapiTaskOptions {
   readonly signal?: AbortSignal
   /** the task's progress, 0 to 100 */
   readonly progress?: (percent: number) => void
+  /** the method (without `Async.`) and parameters for an older host */
+  readonly fallback?: XapiFallback
 }
 
 export interface XapiHttpRequest {

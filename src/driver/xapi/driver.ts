@@ -1,0 +1,277 @@
+import type { Logger } from 'pino'
+import { KeelError } from '../../errors.js'
+import { IndexWaits, DEFAULT_INDEX_WAIT } from '../index-waits.js'
+import type { ChangeListener, Created, Driver, ObjectChange, OperationContext, UsageFigures, WaitForOptions, WaitOptions, XoRecord } from '../types.js'
+import { poolOrigin } from './address.js'
+import { XapiConnection } from './connection.js'
+import { XapiDisks } from './disks.js'
+import { XapiOperations, xapiCapabilities } from './operations.js'
+import { PoolIndex, type PoolIndexOptions } from './pool-index.js'
+import { normalizeFingerprint, type TlsTrust } from './tls.js'
+import { XapiError, type ConnectedPool, type PoolConnectionSettings, type PoolConnector, type XapiLocation, type XapiLocator, type XapiPool } from './types.js'
+
+export interface XapiDriverOptions {
+  /** ms a disconnected pool's objects stay served (a reconnection within it shows as updates, not a removal and additions) */
+  readonly graceDelay?: number
+  /** ms settled() and waitFor() wait by default */
+  readonly indexWait?: number
+  /** accept `http://` pool addresses (tests against the simulator) */
+  readonly allowHttp?: boolean
+  /** ms for a call without its own timeout */
+  readonly callTimeout?: number
+  /** ms each host gets to answer a probe for the master */
+  readonly probeTimeout?: number
+  readonly index?: PoolIndexOptions
+  /** pools connected at open() (the servers collection connects the others) */
+  readonly pools?: readonly PoolConnectionSettings[]
+  readonly log?: Logger
+}
+
+interface Pool {
+  readonly connection: XapiConnection
+  readonly index: PoolIndex
+  readonly lost: Promise<Error>
+}
+
+const trustOf = (settings: PoolConnectionSettings): TlsTrust =>
+  settings.fingerprint !== undefined ? { mode: 'pin', fingerprint: settings.fingerprint } : settings.allowUnauthorized ? { mode: 'insecure' } : { mode: 'verify' }
+
+/**
+ * Keel's driver for XCP-ng and XenServer pools: every collection is the
+ * union of the connected pools, each object tagged with its pool (`$pool`).
+ * The index of each pool is kept by its event loop (pool-index.ts); the
+ * operations act through the pool connections (operations.ts, disks.ts).
+ */
+export class XapiDriver implements Driver, PoolConnector, XapiLocator {
+  readonly capabilities = xapiCapabilities
+  readonly disks: XapiDisks
+  readonly #options: XapiDriverOptions
+  readonly #operations: XapiOperations
+  readonly #pools = new Map<string, Pool>()
+  /** pools being connected: a second connection to one is refused before it is indexed */
+  readonly #connecting = new Set<string>()
+  readonly #byType = new Map<string, Map<string, XoRecord>>()
+  readonly #byId = new Map<string, XoRecord>()
+  readonly #listeners = new Set<ChangeListener>()
+  readonly #waits: IndexWaits
+  /** removals of disconnected pools' objects, waiting for the grace delay */
+  readonly #leaving = new Map<string, NodeJS.Timeout>()
+  #open = false
+
+  constructor(options: XapiDriverOptions = {}) {
+    this.#options = options
+    this.#waits = new IndexWaits((id) => this.#byId.get(id), options.indexWait ?? DEFAULT_INDEX_WAIT)
+    this.#operations = new XapiOperations(this, this)
+    this.disks = new XapiDisks(this, this)
+  }
+
+  async open(): Promise<void> {
+    const controller = new AbortController()
+    for (const settings of this.#options.pools ?? []) await this.connect(settings, controller.signal)
+    this.#open = true
+  }
+
+  async close(): Promise<void> {
+    this.#open = false
+    for (const timer of this.#leaving.values()) clearTimeout(timer)
+    this.#leaving.clear()
+    await Promise.all([...this.#pools.values()].map((pool) => this.#stop(pool)))
+    this.#pools.clear()
+    this.#waits.close(new KeelError('SERVICE_UNAVAILABLE', 'the XAPI driver is closed'))
+  }
+
+  isOpen(): boolean {
+    return this.#open
+  }
+
+  async connect(settings: PoolConnectionSettings, signal: AbortSignal): Promise<ConnectedPool> {
+    const connection = new XapiConnection({
+      origin: poolOrigin(settings.host, this.#options.allowHttp ?? false),
+      username: settings.username,
+      password: settings.password,
+      trust: trustOf(settings),
+      ...(this.#options.callTimeout === undefined ? {} : { callTimeout: this.#options.callTimeout }),
+      ...(this.#options.probeTimeout === undefined ? {} : { probeTimeout: this.#options.probeTimeout }),
+      ...(this.#options.log === undefined ? {} : { log: this.#options.log }),
+    })
+    const abort = (): void => void connection.close()
+    signal.addEventListener('abort', abort, { once: true })
+    let index: PoolIndex | undefined
+    let claimed: string | undefined
+    try {
+      await connection.open()
+      const { poolId } = connection
+      if (this.#pools.has(poolId) || this.#connecting.has(poolId)) throw new XapiError('POOL_ALREADY_CONNECTED', [poolId])
+      this.#connecting.add((claimed = poolId))
+      let reportLost: (error: Error) => void = () => undefined
+      const lost = new Promise<Error>((resolve) => (reportLost = resolve))
+      // Objects still served from a connection lost within the grace delay are diffed against, not removed and added again.
+      const leaving = this.#leaving.get(poolId)
+      clearTimeout(leaving)
+      this.#leaving.delete(poolId)
+      const previous = [...this.#byId.values()].filter((record) => record['$pool'] === poolId)
+      index = new PoolIndex(
+        connection,
+        {
+          apply: (changes) => this.#apply(changes),
+          lost: (error) => {
+            if (this.#pools.get(poolId)?.connection !== connection) return
+            this.#pools.delete(poolId)
+            void this.#stop(pool).then(() => {
+              this.#leave(poolId)
+              reportLost(error)
+            })
+          },
+        },
+        { ...this.#options.index, ...(this.#options.log === undefined ? {} : { log: this.#options.log }) },
+        previous,
+      )
+      const pool: Pool = { connection, index, lost }
+      await index.start()
+      signal.throwIfAborted()
+      this.#pools.set(poolId, pool)
+      const record = this.#byId.get(poolId)
+      return {
+        poolId,
+        poolNameLabel: String(record?.['name_label'] ?? ''),
+        master: String(record?.['master'] ?? ''),
+        fingerprint: connection.fingerprint === undefined ? undefined : normalizeFingerprint(connection.fingerprint),
+        lost,
+        disconnect: async () => {
+          if (this.#pools.get(poolId) !== pool) return
+          this.#pools.delete(poolId)
+          await this.#stop(pool)
+          this.#leave(poolId)
+        },
+      }
+    } catch (error) {
+      await index?.stop()
+      await connection.close()
+      // What a failed connection published, or a lost one left, goes as any disconnected pool's objects go.
+      if (claimed !== undefined && !this.#pools.has(claimed) && this.#served(claimed)) this.#leave(claimed)
+      throw error
+    } finally {
+      if (claimed !== undefined) this.#connecting.delete(claimed)
+      signal.removeEventListener('abort', abort)
+    }
+  }
+
+  /** the pools connected now */
+  get pools(): readonly XapiPool[] {
+    return [...this.#pools.values()].map((pool) => pool.connection)
+  }
+
+  objectsOfType(type: string): Iterable<XoRecord> {
+    return this.#byType.get(type)?.values() ?? []
+  }
+
+  countOfType(type: string): number {
+    return this.#byType.get(type)?.size ?? 0
+  }
+
+  getObject(id: string): XoRecord | undefined {
+    return this.#byId.get(id)
+  }
+
+  /** Live figures from the metrics records (RRDs are not read yet): memory in use, no CPU figure. */
+  usage(object: XoRecord): UsageFigures {
+    const memory = object['memory']
+    const usage = typeof memory === 'object' && memory !== null && 'usage' in memory && typeof memory.usage === 'number' ? memory.usage : undefined
+    return usage === undefined ? { cpu: 0 } : { cpu: 0, memory: usage }
+  }
+
+  subscribe(listener: ChangeListener): () => void {
+    const entry: ChangeListener = (change) => listener(change)
+    this.#listeners.add(entry)
+    return () => {
+      this.#listeners.delete(entry)
+    }
+  }
+
+  async settled(options: WaitOptions = {}): Promise<void> {
+    const timeout = options.timeout ?? this.#options.indexWait ?? DEFAULT_INDEX_WAIT
+    await Promise.all([...this.#pools.values()].map((pool) => pool.connection.settled({ timeout })))
+  }
+
+  waitFor(id: string, options?: WaitForOptions): Promise<XoRecord> {
+    return this.#waits.waitFor(id, options)
+  }
+
+  locate(record: XoRecord): XapiLocation | undefined {
+    const pool = this.#pools.get(String(record['$pool']))
+    const ref = record['_xapiRef']
+    if (pool === undefined || typeof ref !== 'string') return undefined
+    const cls = pool.index.classOf(ref)
+    return cls === undefined || pool.index.records.get(ref)?.id !== record.id ? undefined : { pool: pool.connection, ref, cls }
+  }
+
+  recordOf(pool: XapiPool, ref: string): XoRecord | undefined {
+    return this.#pools.get(pool.poolId)?.index.records.get(ref)
+  }
+
+  perform(object: XoRecord, action: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created | undefined> {
+    return this.#operations.perform(object, action, params, context)
+  }
+
+  update(object: XoRecord, patch: Readonly<Record<string, unknown>>): Promise<void> {
+    return this.#operations.update(object, patch)
+  }
+
+  destroy(object: XoRecord, context: OperationContext): Promise<void> {
+    return this.#operations.destroy(object, context)
+  }
+
+  setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {
+    return this.#operations.setTag(object, tag, present)
+  }
+
+  #served(poolId: string): boolean {
+    for (const record of this.#byId.values()) if (record['$pool'] === poolId) return true
+    return false
+  }
+
+  async #stop(pool: Pool): Promise<void> {
+    await pool.index.stop()
+    await pool.connection.close()
+  }
+
+  /** A disconnected pool's objects leave after the grace delay, unless it connects again in the meantime. */
+  #leave(poolId: string): void {
+    const remove = (): void => {
+      this.#leaving.delete(poolId)
+      if (this.#pools.has(poolId)) return
+      const gone = [...this.#byId.values()].filter((record) => record['$pool'] === poolId)
+      this.#apply(gone.map((object) => ({ kind: 'remove', object })))
+    }
+    const grace = this.#options.graceDelay ?? 60_000
+    if (grace === 0) remove()
+    else this.#leaving.set(poolId, setTimeout(remove, grace))
+  }
+
+  /** Stores a batch, then tells the waits and the listeners, in order. */
+  #apply(changes: readonly ObjectChange[]): void {
+    for (const { kind, object, previous } of changes) {
+      if (kind === 'remove') {
+        this.#byId.delete(object.id)
+        this.#byType.get(object.type)?.delete(object.id)
+        continue
+      }
+      if (previous !== undefined && previous.type !== object.type) this.#byType.get(previous.type)?.delete(previous.id)
+      this.#byId.set(object.id, object)
+      const ofType = this.#byType.get(object.type) ?? new Map<string, XoRecord>()
+      this.#byType.set(object.type, ofType)
+      ofType.set(object.id, object)
+    }
+    for (const { object } of changes) this.#waits.changed(object.id)
+    // A failing listener is its own bug: the batch is applied, the other listeners are told, the event loop goes on.
+    for (const change of changes) {
+      for (const listener of this.#listeners) {
+        try {
+          listener(change)
+        } catch (error) {
+          this.#options.log?.error({ err: error }, 'a change listener failed')
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import { request as httpRequest, type Agent, type IncomingMessage } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import { XapiTransportError } from './transport.js'
+import { XapiError, type XapiHttpRequest } from './types.js'
+
+const MAX_REDIRECTS = 3
+
+function once(url: URL, agent: Agent, request: XapiHttpRequest): Promise<IncomingMessage> {
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest
+  return new Promise((resolve, reject) => {
+    const headers = request.length === undefined ? {} : { 'content-length': String(request.length) }
+    const req = send(url, { method: request.method, agent, headers, ...(request.signal === undefined ? {} : { signal: request.signal }) })
+    req.once('error', (error) => reject(request.signal?.aborted === true ? error : new XapiTransportError(`${url.host}: ${error.message}`, { cause: error })))
+    req.once('response', resolve)
+    if (request.body === undefined) req.end()
+    else request.body.pipe(req)
+  })
+}
+
+/**
+ * A request to an HTTP handler (`/export_raw_vdi`, `/import`, ...), the
+ * session in the query, redirects to another host of the pool followed with
+ * the query carried over. A body already sent cannot be sent again: a
+ * redirect answered after the body started to flow is refused.
+ */
+export async function handlerRequest(origin: URL, agent: Agent, session: string, request: XapiHttpRequest): Promise<IncomingMessage> {
+  let url = new URL(request.path, origin)
+  for (const [key, value] of Object.entries(request.query)) url.searchParams.set(key, value)
+  url.searchParams.set('session_id', session)
+  for (let hop = 0; ; hop++) {
+    const response = await once(url, agent, request)
+    const status = response.statusCode ?? 0
+    if (status >= 200 && status < 300) return response
+    response.resume()
+    const location = response.headers.location
+    if ((status === 302 || status === 307) && location !== undefined && hop < MAX_REDIRECTS && request.body?.readableDidRead !== true) {
+      url = new URL(location, url)
+      continue
+    }
+    throw new XapiError('HTTP_HANDLER_FAILED', [request.path, String(status)])
+  }
+}

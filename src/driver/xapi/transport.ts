@@ -1,0 +1,89 @@
+import { request as httpRequest, type Agent, type IncomingMessage } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import { decodeJsonRpcResponse, JsonRpcParseError } from '../../xapi/json-rpc.js'
+import { XapiError } from './types.js'
+
+/**
+ * A failure below XAPI: the host did not answer (refused, reset, timed out)
+ * or answered something that is not a XAPI answer (XAPI's HTML 500 to a
+ * malformed request). Only these lead to probing other hosts for the master;
+ * a XapiError never does.
+ */
+export class XapiTransportError extends Error {
+  /** the host took the request and said nothing in time: the call may have run */
+  readonly timedOut: boolean
+
+  constructor(message: string, options?: { cause?: unknown; timedOut?: boolean }) {
+    super(message, options)
+    this.name = 'XapiTransportError'
+    this.timedOut = options?.timedOut ?? false
+  }
+}
+
+export const isTransportError = (error: unknown): error is XapiTransportError => error instanceof XapiTransportError
+
+export interface RpcTarget {
+  /** `https://host:port` of the host asked */
+  readonly origin: URL
+  readonly agent: Agent
+}
+
+export interface RpcOptions {
+  readonly timeout: number
+  readonly signal?: AbortSignal | undefined
+}
+
+const abortError = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError'))
+
+/** Sends a request, its body given whole; the response's status checked by the caller. */
+function send(target: RpcTarget, method: string, path: string, body: string | undefined, headers: Record<string, string>, options: RpcOptions): Promise<IncomingMessage> {
+  const { signal } = options
+  if (signal?.aborted === true) return Promise.reject(abortError(signal))
+  const request = target.origin.protocol === 'https:' ? httpsRequest : httpRequest
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, target.origin), { method, agent: target.agent, headers, timeout: options.timeout })
+    const onAbort = (): void => {
+      req.destroy(abortError(signal as AbortSignal))
+    }
+    signal?.addEventListener('abort', onAbort, { once: true })
+    req.once('close', () => signal?.removeEventListener('abort', onAbort))
+    req.once('timeout', () => req.destroy(new XapiTransportError(`${target.origin.host}: no answer within ${options.timeout} ms`, { timedOut: true })))
+    req.once('error', (error: Error) => reject(signal?.aborted === true || error instanceof XapiTransportError || error instanceof XapiError ? error : new XapiTransportError(`${target.origin.host}: ${error.message}`, { cause: error })))
+    req.once('response', resolve)
+    req.end(body)
+  })
+}
+
+async function readText(response: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of response) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+let nextId = 0
+
+/** One JSON-RPC v2 call: its result, or a XapiError {code, params}, or a XapiTransportError. */
+export async function jsonRpc(target: RpcTarget, method: string, params: readonly unknown[], options: RpcOptions): Promise<unknown> {
+  const body = JSON.stringify({ jsonrpc: '2.0', method, params, id: ++nextId })
+  const response = await send(target, 'POST', '/jsonrpc', body, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, options)
+  let text: string
+  try {
+    text = await readText(response)
+  } catch (error) {
+    if (options.signal?.aborted === true) throw error
+    throw new XapiTransportError(`${target.origin.host}: the answer to ${method} was cut: ${(error as Error).message}`, { cause: error })
+  }
+  if (response.statusCode !== 200) throw new XapiTransportError(`${target.origin.host}: ${method} answered HTTP ${response.statusCode ?? '?'}`)
+  let decoded
+  try {
+    decoded = decodeJsonRpcResponse(text)
+  } catch (error) {
+    if (error instanceof JsonRpcParseError) throw new XapiTransportError(`${target.origin.host}: ${method}: ${error.message}`, { cause: error })
+    throw error
+  }
+  if ('error' in decoded) {
+    const [code, ...rest] = decoded.error
+    throw new XapiError(code, rest)
+  }
+  return decoded.result
+}
