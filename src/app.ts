@@ -21,6 +21,8 @@ import { operationsRoutes } from './api/operations-endpoints.js'
 import { buildOpenApi } from './api/openapi.js'
 import { createLiveChanges } from './api/live-changes.js'
 import { readRoutes } from './api/read.js'
+import { statsRoutes } from './api/stats.js'
+import { UsageStats } from './stats/reader.js'
 import type { CollectionSource } from './api/sources.js'
 import { taskActions, taskRoutes } from './api/tasks.js'
 import { meRoutes, tokenRoutes } from './api/tokens.js'
@@ -131,7 +133,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     dataDir: options.dataDir,
     ...(options.labSpec === undefined ? {} : { spec: options.labSpec }),
   })
-  const driver = options.wrapDriver?.(lab) ?? lab
+  const driver: Driver = options.wrapDriver?.(lab) ?? lab
   checkCapabilities(driver.capabilities, {
     actionsByType,
     patchTypes: Object.keys(patchByType),
@@ -222,6 +224,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     }),
     ...tokenRoutes(tokens, options.config.authentication),
     ...dashboardRoutes({ driver, clock }),
+    ...statsRoutes({
+      reader: driver.stats ?? new UsageStats(driver, db, clock),
+      driver,
+      vms: sourceNamed('vms'),
+      hosts: sourceNamed('hosts'),
+      pools: sourceNamed('pools'),
+    }),
     ...operationsRoutes({ db, driver, metrics, authenticator, metricsToken: options.config.metrics.token }),
     ...live.routes,
     ...(driver.disks === undefined

@@ -1,5 +1,6 @@
 import type { DiskBlock } from '../formats/blocks.js'
 import type { XvaDescription } from '../formats/xva/description.js'
+import type { StatsReader } from '../stats/reader.js'
 
 /**
  * The boundary between Keel and the infrastructure it manages. The REST layer
@@ -110,6 +111,8 @@ export interface Driver extends DriverOperations {
   waitFor(id: string, options?: WaitForOptions): Promise<XoRecord>
   /** disk content of VDIs and VDI snapshots, for drivers that serve it */
   readonly disks?: DiskAccess
+  /** the hosts' statistics (their RRDs), for drivers that read them; without, they are made from `usage` */
+  readonly stats?: StatsReader
 }
 
 export interface WaitOptions {
