@@ -22,6 +22,7 @@ import { buildOpenApi } from './api/openapi.js'
 import { createLiveChanges } from './api/live-changes.js'
 import { readRoutes } from './api/read.js'
 import { statsRoutes } from './api/stats.js'
+import { subCollectionRoutes } from './api/sub-collections.js'
 import { UsageStats } from './stats/reader.js'
 import type { CollectionSource } from './api/sources.js'
 import { taskActions, taskRoutes } from './api/tasks.js'
@@ -224,6 +225,17 @@ export async function createApp(options: AppOptions): Promise<App> {
     }),
     ...tokenRoutes(tokens, options.config.authentication),
     ...dashboardRoutes({ driver, clock }),
+    ...subCollectionRoutes({
+      sourceNamed: (name) => sources.find((source) => source.name === name),
+      look: {
+        messagesOf: function* (objectId) {
+          for (const message of driver.objectsOfType('message')) if (message['$object'] === objectId) yield message
+        },
+        tasks: () => tasks.list(),
+        getObject: (id) => driver.getObject(id),
+      },
+      cache,
+    }),
     ...statsRoutes({
       reader: driver.stats ?? new UsageStats(driver, db, clock),
       driver,
