@@ -23,6 +23,12 @@ import { createLiveChanges } from './api/live-changes.js'
 import { readRoutes } from './api/read.js'
 import { statsRoutes } from './api/stats.js'
 import { subCollectionRoutes } from './api/sub-collections.js'
+import { hostExtraRoutes } from './api/host-extras.js'
+import { serviceRoutes } from './api/service-routes.js'
+import { siteDashboardRoutes } from './api/site-dashboard.js'
+import { vmDashboardRoutes } from './api/vm-dashboard.js'
+import type { BackupReads } from './api/backup-insights.js'
+import { LabHostFacts } from './driver/lab/host-facts.js'
 import { UsageStats } from './stats/reader.js'
 import type { CollectionSource } from './api/sources.js'
 import { taskActions, taskRoutes } from './api/tasks.js'
@@ -34,6 +40,7 @@ import { Directory } from './auth/users.js'
 import type { Config } from './config/config.js'
 import { LabDriver } from './driver/lab/driver.js'
 import type { LabSpec } from './driver/lab/spec.js'
+import type { BackupRepository } from './model/backups.js'
 import { checkCapabilities } from './driver/capabilities.js'
 import type { Driver } from './driver/types.js'
 import { actionsByType, deletableTypes, patchByType, taggableTypes } from './model/operations.js'
@@ -204,6 +211,21 @@ export async function createApp(options: AppOptions): Promise<App> {
     scopeOf: (userId) => acl.scopeOf(userId),
     metrics,
   })
+  const hostFacts = driver.hostFacts ?? new LabHostFacts(driver)
+  const backupReads: (BackupReads & { repositories(): Iterable<BackupRepository> }) | undefined =
+    backups === undefined
+      ? undefined
+      : {
+          jobs: () => backups.store.list('backup'),
+          schedules: () => backups.store.list('schedule'),
+          logs: () => [...backups.store.list('backup-log')].sort((a, b) => a.start - b.start),
+          archives: async () => {
+            // The index follows the repositories' folders lazily: read them now, as the archive listing does.
+            await Promise.all([...backups.store.list('backup-repository')].map((repository) => backups.refreshArchives(repository.id).catch(() => {})))
+            return backups.archives.list()
+          },
+          repositories: () => backups.store.list('backup-repository'),
+        }
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
@@ -236,6 +258,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       },
       cache,
     }),
+    ...serviceRoutes({ clock }),
+    ...siteDashboardRoutes({ driver, facts: hostFacts, clock, ...(backupReads === undefined ? {} : { backups: backupReads }) }),
+    ...vmDashboardRoutes({ driver, vms: sourceNamed('vms'), ...(backupReads === undefined ? {} : { backups: backupReads }) }),
+    ...hostExtraRoutes({ facts: hostFacts, driver, hosts: sourceNamed('hosts'), pools: sourceNamed('pools'), clock }),
     ...statsRoutes({
       reader: driver.stats ?? new UsageStats(driver, db, clock),
       driver,

@@ -1,6 +1,7 @@
 import type { DiskBlock } from '../formats/blocks.js'
 import type { XvaDescription } from '../formats/xva/description.js'
 import type { StatsReader } from '../stats/reader.js'
+import type { HostFacts } from './host-facts.js'
 
 /**
  * The boundary between Keel and the infrastructure it manages. The REST layer
@@ -113,6 +114,8 @@ export interface Driver extends DriverOperations {
   readonly disks?: DiskAccess
   /** the hosts' statistics (their RRDs), for drivers that read them; without, they are made from `usage` */
   readonly stats?: StatsReader
+  /** what hosts tell beyond their records (updates, logs), for drivers that ask them; without, the lab's */
+  readonly hostFacts?: HostFacts
 }
 
 export interface WaitOptions {
