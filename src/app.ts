@@ -23,6 +23,7 @@ import { createLiveChanges } from './api/live-changes.js'
 import { readRoutes } from './api/read.js'
 import { statsRoutes } from './api/stats.js'
 import { subCollectionRoutes } from './api/sub-collections.js'
+import { backupAliasRoutes } from './api/backup-aliases.js'
 import { hostExtraRoutes } from './api/host-extras.js'
 import { serviceRoutes } from './api/service-routes.js'
 import { siteDashboardRoutes } from './api/site-dashboard.js'
@@ -287,6 +288,9 @@ export async function createApp(options: AppOptions): Promise<App> {
             pacer,
           }),
           ...(backups === undefined ? [] : backupRoutes({ backups, sources: new Map(sources.map((source) => [source.name, source])), driver, tasks, cache })),
+          ...(backups === undefined
+            ? []
+            : backupAliasRoutes({ jobs: sourceNamed('backup-jobs'), logs: sourceNamed('backup-logs'), restoreLogs: sourceNamed('restore-logs'), cache })),
         ]),
     ...(options.extraRoutes ?? []),
   ]
