@@ -1,12 +1,9 @@
 import { Type } from '@sinclair/typebox'
-import type { Driver, XoRecord } from '../driver/types.js'
+import type { Driver, StatsGranularity, StatsReader, XapiStats, XoRecord } from '../driver/types.js'
 import { isKeelError } from '../errors.js'
 import { sendJson, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
-import type { Granularity } from '../stats/granularity.js'
-import type { StatsReader } from '../stats/reader.js'
-import type { XapiStats } from '../stats/series.js'
 import { BASE } from './paths.js'
 import type { CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
@@ -42,10 +39,10 @@ const StatsSchema = Type.Object(
 
 const ErrorOnly = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String() }) })
 
-const granularityOf = (query: { granularity?: Granularity }): Granularity => query.granularity ?? 'seconds'
+const granularityOf = (query: { granularity?: StatsGranularity }): StatsGranularity => query.granularity ?? 'seconds'
 
 /** A pool's hosts' statistics by host id; a host that cannot answer gets its error in its place, as xo-server does. */
-async function poolStats(deps: StatsDeps, pool: XoRecord, granularity: Granularity): Promise<Record<string, XapiStats | { error: { code: string; message: string } }>> {
+async function poolStats(deps: StatsDeps, pool: XoRecord, granularity: StatsGranularity): Promise<Record<string, XapiStats | { error: { code: string; message: string } }>> {
   const byHost: Record<string, XapiStats | { error: { code: string; message: string } }> = {}
   for (const host of deps.driver.objectsOfType('host')) {
     if (host['$pool'] !== pool.id) continue

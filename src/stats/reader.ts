@@ -1,25 +1,11 @@
 import { LRUCache } from 'lru-cache'
-import type { Driver, XoRecord } from '../driver/types.js'
+import type { Driver, StatsGranularity, StatsReader, XapiStats, XoRecord } from '../driver/types.js'
 import { KeelError } from '../errors.js'
 import type { Db } from '../store/database.js'
 import { migrateComponent } from '../store/component-migrations.js'
 import { vmDataSources, type VmDevices } from './data-sources.js'
-import { windowAt, type Granularity } from './granularity.js'
-import { hostSeries, vmSeries, type HostShape, type VmShape, type XapiStats } from './series.js'
-
-/**
- * Where the statistics routes read from. A driver that reaches real hosts
- * reads their RRDs (`/rrd_updates`) and `VM.record_data_source`; the lab's
- * reader below makes them from its usage figures.
- */
-export interface StatsReader {
-  /** A running host's statistics; INCORRECT_STATE otherwise. */
-  hostStats(host: XoRecord, granularity: Granularity): Promise<XapiStats>
-  /** A running or paused VM's statistics; INVALID_PARAMETERS otherwise, as the reference answers. */
-  vmStats(vm: XoRecord, granularity: Granularity): Promise<XapiStats>
-  /** Starts (`true`) or stops recording one of a running VM's data sources. */
-  setDataSource(vm: XoRecord, dataSource: string, recorded: boolean): Promise<void>
-}
+import { windowAt } from './granularity.js'
+import { hostSeries, vmSeries, type HostShape, type VmShape } from './series.js'
 
 const MIGRATIONS = [
   `CREATE TABLE stats_data_sources (
@@ -79,14 +65,14 @@ export class UsageStats implements StatsReader {
     this.#save = (vmId, name, recorded) => upsert.run(vmId, name, recorded)
   }
 
-  async hostStats(host: XoRecord, granularity: Granularity): Promise<XapiStats> {
+  async hostStats(host: XoRecord, granularity: StatsGranularity): Promise<XapiStats> {
     if (host['power_state'] !== 'Running') {
       throw new KeelError('INCORRECT_STATE', `host ${host.id} is not running`, { actual: host['power_state'], expected: 'Running' })
     }
     return this.#cached(host, granularity, (window) => hostSeries(this.#hostShape(host), window, (ms) => this.#driver.usage(host, ms)))
   }
 
-  async vmStats(vm: XoRecord, granularity: Granularity): Promise<XapiStats> {
+  async vmStats(vm: XoRecord, granularity: StatsGranularity): Promise<XapiStats> {
     requireResident(vm)
     return this.#cached(vm, granularity, (window) => vmSeries(this.#vmShape(vm), window, (ms) => this.#driver.usage(vm, ms)))
   }
@@ -111,7 +97,7 @@ export class UsageStats implements StatsReader {
     return chosen
   }
 
-  #cached(record: XoRecord, granularity: Granularity, make: (window: ReturnType<typeof windowAt>) => XapiStats): XapiStats {
+  #cached(record: XoRecord, granularity: StatsGranularity, make: (window: ReturnType<typeof windowAt>) => XapiStats): XapiStats {
     const window = windowAt(granularity, this.#clock())
     const key = `${record.id}\0${granularity}\0${window.endTimestamp}`
     const version = this.#versions.get(record.id) ?? 0

@@ -1,4 +1,4 @@
-import type { UsageFigures } from '../driver/types.js'
+import type { StatsTree, UsageFigures, XapiStats } from '../driver/types.js'
 import { vmDataSources, type VmDevices } from './data-sources.js'
 import type { StatsWindow } from './granularity.js'
 
@@ -16,15 +16,6 @@ import type { StatsWindow } from './granularity.js'
  */
 
 export type Series = Array<number | null>
-export interface StatsTree {
-  [metric: string]: Series | StatsTree
-}
-
-export interface XapiStats {
-  readonly endTimestamp: number
-  readonly interval: number
-  readonly stats: StatsTree
-}
 
 /** The object's usage at an instant (ms). */
 export type UsageAt = (ms: number) => UsageFigures

@@ -1,4 +1,4 @@
-import type { HostFacts, HostLogFile, MissingPatch } from '../host-facts.js'
+import type { HostFacts, HostLogFile, MissingPatch } from '../types.js'
 import type { Driver, XoRecord } from '../types.js'
 
 /**
