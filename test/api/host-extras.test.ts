@@ -95,6 +95,22 @@ t.test('what hosts tell beyond their records', async (t) => {
     }
     t.equal((await server.json(`/rest/v0/pools/${demo.pool}/missing_patches`, { auth: reader.auth })).status, 403)
   })
+
+  t.test('a host that is down tells nothing: 409, its pool\'s statistics carry its error', async (t) => {
+    const [guest] = (await server.json<Array<{ id: string }>>('/rest/v0/vms?fields=id&filter=name_label:db-02')).body
+    t.equal((await server.request(`/rest/v0/vms/${guest?.id}/actions/clean_shutdown?sync=true`, { method: 'POST' })).status, 204)
+    t.equal((await server.request(`/rest/v0/hosts/${demo.host2}/actions/clean_shutdown?sync=true`, { method: 'POST' })).status, 204)
+    for (const path of ['missing_patches', 'audit.txt', 'logs.tgz', 'stats']) {
+      const refused = await server.json<{ code: string; data: Obj }>(`/rest/v0/hosts/${demo.host2}/${path}`)
+      t.equal(refused.status, 409, path)
+      t.same(refused.body.data, { actual: 'Halted', expected: 'Running' })
+    }
+    const pool = (await server.json<Record<string, Obj>>(`/rest/v0/pools/${demo.pool}/stats`)).body
+    t.same(pool[demo.host2], { error: { code: 'INCORRECT_STATE', message: `host ${demo.host2} is not running` } })
+    t.ok('stats' in (pool[demo.master] ?? {}), 'the others answer')
+    const dashboard = (await server.json<{ missingPatches: Obj }>('/rest/v0/dashboard')).body
+    t.match(dashboard.missingPatches, { nHosts: 3, nHostsFailed: 1, nHostsWithMissingPatches: 2 })
+  })
 })
 
 t.test('service routes, public as the reference has them', async (t) => {
