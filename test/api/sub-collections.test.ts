@@ -22,7 +22,14 @@ t.test('per-object listings', async (t) => {
   t.test('every declared listing answers for an object of each of its collections', async (t) => {
     for (const row of subCollections) {
       for (const parent of row.parents) {
-        const [first] = (await server.json<Array<{ id: string }>>(`/rest/v0/${parent}?fields=id&limit=1`)).body
+        const listing = await server.json<Array<{ id: string }>>(`/rest/v0/${parent}?fields=id&limit=1`)
+        if (listing.status === 404) {
+          // Its row names it before its collection exists: no collection, no listing route.
+          t.equal(parent, 'servers', 'only the servers registry (issue 28) is not a collection yet')
+          t.equal((await server.json(`/rest/v0/${parent}/any/${row.name}`)).status, 404)
+          continue
+        }
+        const [first] = listing.body
         if (first === undefined) continue
         const { status, body } = await server.json<string[]>(`/rest/v0/${parent}/${first.id}/${row.name}`)
         t.equal(status, 200, `${parent}/<id>/${row.name}`)
