@@ -22,13 +22,13 @@ import { buildOpenApi } from './api/openapi.js'
 import { createLiveChanges } from './api/live-changes.js'
 import { readRoutes } from './api/read.js'
 import { statsRoutes } from './api/stats.js'
-import { subCollectionRoutes } from './api/sub-collections.js'
+import { lookups, subCollectionRoutes } from './api/sub-collections.js'
 import { backupAliasRoutes } from './api/backup-aliases.js'
 import { hostExtraRoutes } from './api/host-extras.js'
 import { serviceRoutes } from './api/service-routes.js'
 import { siteDashboardRoutes } from './api/site-dashboard.js'
 import { vmDashboardRoutes } from './api/vm-dashboard.js'
-import type { BackupReads } from './api/backup-insights.js'
+import { backupReads } from './api/backup-insights.js'
 import { LabHostFacts } from './driver/lab/host-facts.js'
 import { UsageStats } from './stats/reader.js'
 import type { CollectionSource } from './api/sources.js'
@@ -41,7 +41,6 @@ import { Directory } from './auth/users.js'
 import type { Config } from './config/config.js'
 import { LabDriver } from './driver/lab/driver.js'
 import type { LabSpec } from './driver/lab/spec.js'
-import type { BackupRepository } from './model/backups.js'
 import { checkCapabilities } from './driver/capabilities.js'
 import type { Driver } from './driver/types.js'
 import { actionsByType, deletableTypes, patchByType, taggableTypes } from './model/operations.js'
@@ -213,20 +212,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics,
   })
   const hostFacts = driver.hostFacts ?? new LabHostFacts(driver)
-  const backupReads: (BackupReads & { repositories(): Iterable<BackupRepository> }) | undefined =
-    backups === undefined
-      ? undefined
-      : {
-          jobs: () => backups.store.list('backup'),
-          schedules: () => backups.store.list('schedule'),
-          logs: () => [...backups.store.list('backup-log')].sort((a, b) => a.start - b.start),
-          archives: async () => {
-            // The index follows the repositories' folders lazily: read them now, as the archive listing does.
-            await Promise.all([...backups.store.list('backup-repository')].map((repository) => backups.refreshArchives(repository.id).catch(() => {})))
-            return backups.archives.list()
-          },
-          repositories: () => backups.store.list('backup-repository'),
-        }
+  const withBackups = backups === undefined ? {} : { backups: backupReads(backups) }
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
@@ -248,20 +234,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     }),
     ...tokenRoutes(tokens, options.config.authentication),
     ...dashboardRoutes({ driver, clock }),
-    ...subCollectionRoutes({
-      sourceNamed: (name) => sources.find((source) => source.name === name),
-      look: {
-        messagesOf: function* (objectId) {
-          for (const message of driver.objectsOfType('message')) if (message['$object'] === objectId) yield message
-        },
-        tasks: () => tasks.list(),
-        getObject: (id) => driver.getObject(id),
-      },
-      cache,
-    }),
+    ...subCollectionRoutes({ sourceNamed: (name) => sources.find((source) => source.name === name), look: lookups(driver, tasks), cache }),
     ...serviceRoutes({ clock }),
-    ...siteDashboardRoutes({ driver, facts: hostFacts, clock, ...(backupReads === undefined ? {} : { backups: backupReads }) }),
-    ...vmDashboardRoutes({ driver, vms: sourceNamed('vms'), ...(backupReads === undefined ? {} : { backups: backupReads }) }),
+    ...siteDashboardRoutes({ driver, facts: hostFacts, clock, ...withBackups }),
+    ...vmDashboardRoutes({ driver, vms: sourceNamed('vms'), ...withBackups }),
     ...hostExtraRoutes({ facts: hostFacts, driver, hosts: sourceNamed('hosts'), pools: sourceNamed('pools'), clock }),
     ...statsRoutes({
       reader: driver.stats ?? new UsageStats(driver, db, clock),

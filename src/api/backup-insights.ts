@@ -1,6 +1,7 @@
 import { selectVms } from '../backups/vm-pattern.js'
 import type { XoRecord } from '../driver/types.js'
-import type { BackupArchive, BackupJob, BackupLog, LogStatus, LogTask, Schedule } from '../model/backups.js'
+import type { BackupService } from '../backups/service.js'
+import type { BackupArchive, BackupJob, BackupLog, BackupRepository, LogStatus, LogTask, Schedule } from '../model/backups.js'
 
 /**
  * What the dashboards say about backups, as the reference's dashboard services
@@ -16,6 +17,21 @@ export interface BackupReads {
   logs(): Iterable<BackupLog>
   /** read anew from the repositories, as the reference lists them */
   archives(): Promise<readonly BackupArchive[]>
+}
+
+/** The reads of the backup service's records, with its repositories (the site dashboard sums them). */
+export function backupReads(backups: BackupService): BackupReads & { repositories(): Iterable<BackupRepository> } {
+  return {
+    jobs: () => backups.store.list('backup'),
+    schedules: () => backups.store.list('schedule'),
+    logs: () => [...backups.store.list('backup-log')].sort((a, b) => a.start - b.start),
+    archives: async () => {
+      // The index follows the repositories' folders lazily: read them now, as the archive listing does.
+      await Promise.all([...backups.store.list('backup-repository')].map((repository) => backups.refreshArchives(repository.id).catch(() => {})))
+      return backups.archives.list()
+    },
+    repositories: () => backups.store.list('backup-repository'),
+  }
 }
 
 type Finished = Exclude<LogStatus, 'pending'>

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import type { XoRecord } from '../driver/types.js'
+import type { Driver, XoRecord } from '../driver/types.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { messageToAlarm } from '../model/alarm.js'
@@ -30,6 +30,17 @@ export interface Lookups {
   readonly messagesOf: (objectId: string) => Iterable<XoRecord>
   readonly tasks: () => Iterable<XoRecord>
   readonly getObject: (id: string) => XoRecord | undefined
+}
+
+/** The lookups over a driver's index and the task list. */
+export function lookups(driver: Pick<Driver, 'objectsOfType' | 'getObject'>, tasks: { list(): Iterable<XoRecord> }): Lookups {
+  return {
+    *messagesOf(objectId) {
+      for (const message of driver.objectsOfType('message')) if (message['$object'] === objectId) yield message
+    },
+    tasks: () => tasks.list(),
+    getObject: (id) => driver.getObject(id),
+  }
 }
 
 const ids = (value: unknown): string[] => (Array.isArray(value) ? value.filter((id): id is string => typeof id === 'string') : [])
