@@ -28,7 +28,6 @@ export interface SiteDashboardDeps {
 
 const count = Type.Integer({ minimum: 0 })
 const Empty = Type.Object({ isEmpty: Type.Literal(true) })
-const Failed = Type.Object({ error: Type.Literal(true) })
 
 const SiteDashboardSchema = Type.Object(
   {
@@ -37,29 +36,26 @@ const SiteDashboardSchema = Type.Object(
     hostsStatus: Type.Object({ disabled: count, running: count, halted: count, unknown: count, total: count }),
     resourcesOverview: Type.Union([Type.Object({ nCpus: count, memorySize: count, srSize: count }), Empty]),
     vmsStatus: Type.Object({ active: count, inactive: count, running: count, halted: count, paused: count, suspended: count, unknown: count, total: count }),
-    storageRepositories: Type.Union([Type.Object({ size: Type.Object({ available: count, other: count, replicated: count, total: count, used: count }) }), Empty, Failed]),
+    storageRepositories: Type.Union([Type.Object({ size: Type.Object({ available: count, other: count, replicated: count, total: count, used: count }) }), Empty]),
     poolsStatus: Type.Object(
       { connected: count, disconnected: count, unreachable: count, unknown: count, total: count },
       { description: 'the lab\'s pools are always connected' },
     ),
-    missingPatches: Type.Union([
-      Type.Object({
-        hasAuthorization: Type.Literal(true),
-        nHosts: count,
-        nHostsEol: Empty,
-        nHostsWithMissingPatches: count,
-        nHostsFailed: count,
-        nPools: count,
-        nPoolsWithMissingPatches: count,
-      }),
-      Failed,
-    ]),
+    missingPatches: Type.Object({
+      hasAuthorization: Type.Literal(true),
+      nHosts: count,
+      nHostsEol: Empty,
+      nHostsWithMissingPatches: count,
+      nHostsFailed: count,
+      nPools: count,
+      nPoolsWithMissingPatches: count,
+    }),
     backupRepositories: Type.Optional(
-      Type.Union([Type.Object({ other: Type.Object({ size: Type.Record(Type.String(), Type.Integer()) }) }), Empty, Failed], {
+      Type.Union([Type.Object({ other: Type.Object({ size: Type.Record(Type.String(), Type.Integer()) }) }), Empty], {
         description: 'Keel\'s repositories are folders: `other` sums the archives (`backups`) and, where the file system tells, its `available`, `used`, `other` and `total` bytes',
       }),
     ),
-    backups: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Empty, Failed], { description: 'jobs by outcome over the last week, the jobs with a failed run among their last three, and how many VMs are protected' })),
+    backups: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Empty], { description: 'jobs by outcome over the last week, the jobs with a failed run among their last three, and how many VMs are protected' })),
   },
   { $id: 'SiteDashboard' },
 )
@@ -175,24 +171,28 @@ function* readable<T extends XoRecord>(principal: Principal, resource: string, r
   for (const record of records) if (visible === undefined || visible(record)) yield record
 }
 
+/** The repositories' sizes and the jobs' outcomes, over the backup records the caller may read. */
+async function backupSections(backups: NonNullable<SiteDashboardDeps['backups']>, principal: Principal, vms: readonly XoRecord[], now: number) {
+  const reads: BackupReads = {
+    jobs: () => readable(principal, 'backup-job', backups.jobs()),
+    schedules: () => readable(principal, 'schedule', backups.schedules()),
+    logs: () => readable(principal, 'backup-log', backups.logs()),
+    archives: async () => [...readable(principal, 'backup-archive', await backups.archives())],
+  }
+  const archives = await reads.archives()
+  const archiveBytes = (repositoryId: string): number => archives.reduce((sum, archive) => sum + (archive.backupRepository === repositoryId ? archive.size : 0), 0)
+  return {
+    backupRepositories: await backupRepositories([...readable(principal, 'backup-repository', backups.repositories())], archiveBytes),
+    backups: siteBackups(reads, vms, now),
+  }
+}
+
 export async function siteDashboard(deps: SiteDashboardDeps, principal: Principal) {
   const { driver } = deps
   const pools = [...readable(principal, 'pool', driver.objectsOfType('pool'))]
   const hosts = [...readable(principal, 'host', driver.objectsOfType('host'))]
   const vms = [...readable(principal, 'vm', driver.objectsOfType('VM'))]
   const srs = [...readable(principal, 'sr', driver.objectsOfType('SR'))].filter(isWritable)
-  const { backups } = deps
-  const reads: BackupReads | undefined =
-    backups === undefined
-      ? undefined
-      : {
-          jobs: () => readable(principal, 'backup-job', backups.jobs()),
-          schedules: () => readable(principal, 'schedule', backups.schedules()),
-          logs: () => readable(principal, 'backup-log', backups.logs()),
-          archives: async () => [...readable(principal, 'backup-archive', await backups.archives())],
-        }
-  const archives = (await reads?.archives()) ?? []
-  const archiveBytes = (repositoryId: string): number => archives.reduce((sum, archive) => sum + (archive.backupRepository === repositoryId ? archive.size : 0), 0)
   return {
     nPools: pools.length,
     nHosts: hosts.length,
@@ -202,12 +202,7 @@ export async function siteDashboard(deps: SiteDashboardDeps, principal: Principa
     storageRepositories: storageRepositories(driver, srs),
     poolsStatus: { connected: pools.length, disconnected: 0, unreachable: 0, unknown: 0, total: pools.length },
     missingPatches: await missingPatches(deps.facts, pools, hosts),
-    ...(backups === undefined
-      ? {}
-      : {
-          backupRepositories: await backupRepositories([...readable(principal, 'backup-repository', backups.repositories())], archiveBytes),
-          backups: reads === undefined ? { isEmpty: true as const } : siteBackups(reads, vms, deps.clock()),
-        }),
+    ...(deps.backups === undefined ? {} : await backupSections(deps.backups, principal, vms, deps.clock())),
   }
 }
 
