@@ -22,6 +22,16 @@ import { operationsRoutes } from './api/operations-endpoints.js'
 import { buildOpenApi } from './api/openapi.js'
 import { createLiveChanges } from './api/live-changes.js'
 import { readRoutes } from './api/read.js'
+import { statsRoutes } from './api/stats.js'
+import { lookups, subCollectionRoutes } from './api/sub-collections.js'
+import { backupAliasRoutes } from './api/backup-aliases.js'
+import { hostExtraRoutes } from './api/host-extras.js'
+import { serviceRoutes } from './api/service-routes.js'
+import { siteDashboardRoutes } from './api/site-dashboard.js'
+import { vmDashboardRoutes } from './api/vm-dashboard.js'
+import { backupReads } from './api/backup-insights.js'
+import { LabHostFacts } from './driver/lab/host-facts.js'
+import { UsageStats } from './stats/reader.js'
 import type { CollectionSource } from './api/sources.js'
 import { taskActions, taskRoutes } from './api/tasks.js'
 import { meRoutes, tokenRoutes } from './api/tokens.js'
@@ -152,7 +162,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     dataDir: options.dataDir,
     ...(options.labSpec === undefined ? {} : { spec: options.labSpec }),
   })
-  const driver = options.wrapDriver?.(source) ?? source
+  const driver: Driver = options.wrapDriver?.(source) ?? source
   checkCapabilities(driver.capabilities, {
     actionsByType,
     patchTypes: Object.keys(patchByType),
@@ -238,6 +248,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     scopeOf: (userId) => acl.scopeOf(userId),
     metrics,
   })
+  const hostFacts = driver.hostFacts ?? new LabHostFacts(driver)
+  const withBackups = backups === undefined ? {} : { backups: backupReads(backups) }
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
@@ -261,6 +273,18 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...tokenRoutes(tokens, options.config.authentication),
     ...serverRoutes({ registry: servers, servers: serverSource, tasks, taskSource: sourceNamed('tasks'), cache }),
     ...dashboardRoutes({ driver, clock }),
+    ...subCollectionRoutes({ sourceNamed: (name) => sources.find((source) => source.name === name), look: lookups(driver, tasks), cache }),
+    ...serviceRoutes({ clock }),
+    ...siteDashboardRoutes({ driver, facts: hostFacts, clock, ...withBackups }),
+    ...vmDashboardRoutes({ driver, vms: sourceNamed('vms'), ...withBackups }),
+    ...hostExtraRoutes({ facts: hostFacts, driver, hosts: sourceNamed('hosts'), pools: sourceNamed('pools'), clock }),
+    ...statsRoutes({
+      reader: driver.stats ?? new UsageStats(driver, db, clock),
+      driver,
+      vms: sourceNamed('vms'),
+      hosts: sourceNamed('hosts'),
+      pools: sourceNamed('pools'),
+    }),
     ...operationsRoutes({ db, driver, metrics, authenticator, metricsToken: options.config.metrics.token }),
     ...live.routes,
     ...(driver.disks === undefined
@@ -279,6 +303,9 @@ export async function createApp(options: AppOptions): Promise<App> {
             pacer,
           }),
           ...(backups === undefined ? [] : backupRoutes({ backups, sources: new Map(sources.map((source) => [source.name, source])), driver, tasks, cache })),
+          ...(backups === undefined
+            ? []
+            : backupAliasRoutes({ jobs: sourceNamed('backup-jobs'), logs: sourceNamed('backup-logs'), restoreLogs: sourceNamed('restore-logs'), cache })),
         ]),
     ...(options.extraRoutes ?? []),
   ]

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { allows } from '../acl/check.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { sendJsonBytes, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
@@ -61,6 +62,20 @@ export function taskRoutes(source: CollectionSource, tasks: TaskManager, cache: 
           if (res.destroyed) return
         }
         sendJsonBytes(res, 200, recordBytes(cache, task))
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: `${BASE}/tasks`,
+      operationId: 'delete-finished-tasks',
+      summary: 'Delete every finished task you may delete; pending ones stay',
+      tags: ['tasks'],
+      access: { privilege: { resource: 'task', action: 'delete' } },
+      responses: { 204: { description: 'Deleted' }, ...ErrorResponses },
+      handler: ({ res, principal }) => {
+        const finished = [...tasks.list()].filter((task) => task.status !== 'pending' && allows(principal, 'task', 'delete', task))
+        for (const task of finished) tasks.delete(task.id)
+        sendNoContent(res)
       },
     }),
     defineRoute({

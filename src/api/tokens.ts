@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import type { TokenStore } from '../auth/tokens.js'
 import { parseDuration } from '../config/duration.js'
 import { invalidParameters } from '../errors.js'
@@ -33,6 +33,17 @@ function validity(expiresIn: string | number | undefined, policy: TokenPolicy): 
 export function tokenRoutes(tokens: TokenStore, policy: TokenPolicy): RouteDef[] {
   const path = `${BASE}/users/:id/authentication_tokens`
   const self = { self: { param: 'id', only: true } } as const
+  const responses = {
+    201: { description: 'The new token; its `id` is the secret', schema: Type.Object({ token: TokenRecordSchema }) },
+    ...BodyErrorResponses,
+  }
+  const create = (userId: string, input: Static<typeof CreateTokenBody>) =>
+    tokens.create({
+      userId,
+      validity: validity(input.expiresIn, policy),
+      ...(input.description === undefined ? {} : { description: input.description }),
+      ...(input.client === undefined ? {} : { clientId: input.client.id }),
+    })
   return [
     defineRoute({
       method: 'POST',
@@ -43,20 +54,19 @@ export function tokenRoutes(tokens: TokenStore, policy: TokenPolicy): RouteDef[]
       access: self,
       params: Type.Object({ id: Type.String() }),
       body: CreateTokenBody,
-      responses: {
-        201: { description: 'The new token; its `id` is the secret', schema: Type.Object({ token: TokenRecordSchema }) },
-        ...BodyErrorResponses,
-      },
-      handler: ({ res, params, body }) => {
-        const input = body ?? {}
-        const token = tokens.create({
-          userId: params.id,
-          validity: validity(input.expiresIn, policy),
-          ...(input.description === undefined ? {} : { description: input.description }),
-          ...(input.client === undefined ? {} : { clientId: input.client.id }),
-        })
-        sendJson(res, 201, { token })
-      },
+      responses,
+      handler: ({ res, params, body }) => sendJson(res, 201, { token: create(params.id, body ?? {}) }),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: `${BASE}/users/authentication_tokens`,
+      operationId: 'create-token-deprecated',
+      summary: 'Create an authentication token for yourself (the reference\'s older path; prefer /users/<id>/authentication_tokens)',
+      tags: ['tokens'],
+      access: { authenticated: true },
+      body: CreateTokenBody,
+      responses,
+      handler: ({ res, body, principal }) => sendJson(res, 201, { token: create(principal.id, body ?? {}) }),
     }),
     defineRoute({
       method: 'GET',

@@ -79,6 +79,70 @@ export interface DriverCapabilities {
   readonly create?: readonly string[]
 }
 
+/** The four archives a host keeps of each statistic (its RRDs): a point every 5 s, minute, hour or day. */
+export type StatsGranularity = 'seconds' | 'minutes' | 'hours' | 'days'
+
+/** Statistics in xo-server's shape: one array per metric (nested by device), oldest point first, null where nothing was recorded. */
+export interface XapiStats {
+  /** seconds */
+  readonly endTimestamp: number
+  /** seconds between points */
+  readonly interval: number
+  readonly stats: StatsTree
+}
+
+export interface StatsTree {
+  [metric: string]: Array<number | null> | StatsTree
+}
+
+/**
+ * Where the statistics routes read from. A driver that reaches real hosts
+ * reads their RRDs (`/rrd_updates`) and `VM.record_data_source`; without one,
+ * Keel makes them from `usage` (src/stats/reader.ts).
+ */
+export interface StatsReader {
+  /** A running host's statistics; INCORRECT_STATE otherwise. */
+  hostStats(host: XoRecord, granularity: StatsGranularity): Promise<XapiStats>
+  /** A running or paused VM's statistics; INVALID_PARAMETERS otherwise, as the reference answers. */
+  vmStats(vm: XoRecord, granularity: StatsGranularity): Promise<XapiStats>
+  /** Starts (`true`) or stops recording one of a running VM's data sources. */
+  setDataSource(vm: XoRecord, dataSource: string, recorded: boolean): Promise<void>
+}
+
+/** A package update a host lacks, as XCP-ng's updater describes it (the reference's `XcpPatches`). */
+export interface MissingPatch {
+  readonly name: string
+  readonly version: string
+  readonly release: string
+  readonly description: string
+  readonly url: string
+  readonly license: string
+  readonly size: number
+  readonly changelog: { readonly date: number; readonly description: string; readonly author: string }
+}
+
+/** One file of a host's log archive. */
+export interface HostLogFile {
+  readonly name: string
+  readonly text: string
+  /** seconds */
+  readonly mtime: number
+}
+
+/**
+ * What a host tells about itself beyond its record: the updates it lacks,
+ * whether its CPUs run two threads per core, its audit log and its log files.
+ * A pool driver asks the host (its updater plugin, `/audit_log`,
+ * `/host_logs_download`); the lab makes them from its records. Each is asked
+ * of a running host only.
+ */
+export interface HostFacts {
+  missingPatches(host: XoRecord): Promise<readonly MissingPatch[]>
+  smtEnabled(host: XoRecord): Promise<boolean>
+  auditLog(host: XoRecord): Promise<string>
+  logFiles(host: XoRecord): Promise<readonly HostLogFile[]>
+}
+
 export interface Driver extends DriverOperations {
   /** Fixed for the driver's life: read once at start-up to build the routes. */
   readonly capabilities: DriverCapabilities
@@ -112,6 +176,10 @@ export interface Driver extends DriverOperations {
   waitFor(id: string, options?: WaitForOptions): Promise<XoRecord>
   /** disk content of VDIs and VDI snapshots, for drivers that serve it */
   readonly disks?: DiskAccess
+  /** the hosts' statistics (their RRDs), for drivers that read them; without, they are made from `usage` */
+  readonly stats?: StatsReader
+  /** what hosts tell beyond their records (updates, logs), for drivers that ask them; without, the lab's */
+  readonly hostFacts?: HostFacts
 }
 
 export interface WaitOptions {

@@ -26,7 +26,7 @@ export function sendNoContent(res: ServerResponse): void {
   res.end()
 }
 
-export function redirect(res: ServerResponse, status: 302 | 307, location: string): void {
+export function redirect(res: ServerResponse, status: 302 | 307 | 308, location: string): void {
   res.statusCode = status
   res.setHeader('Location', location)
   res.setHeader('Content-Length', 0)

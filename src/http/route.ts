@@ -88,6 +88,9 @@ export function defineRoute<
 >(spec: RouteSpec<A, P, Q, B, R>): RouteDef {
   // The router validates params, query and body against these very schemas and
   // authenticates every non-public route before calling the handler, which is
-  // what makes the narrower types of its context true.
-  return { ...spec, handler: spec.handler as RouteDef['handler'] }
+  // what makes the narrower types of its context true. The handler is widened
+  // through `never` first: comparing its context with RouteContext member by
+  // member is too deep for TypeScript once the schemas are large.
+  const handler: (ctx: never) => Promise<void> | void = spec.handler
+  return { ...spec, handler: handler as RouteDef['handler'] }
 }

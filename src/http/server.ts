@@ -22,6 +22,7 @@ import { ConnectionRoutes } from './connection-routes.js'
 import type { RouteContext } from './route.js'
 import type { StreamPacer } from './stream-pacer.js'
 import { holdTickShape } from './tick-shape.js'
+import { refuseCrossSite } from './same-origin.js'
 
 export interface HttpOptions {
   readonly router: Router
@@ -85,6 +86,7 @@ function handle(
   }
   const { def } = match.route
   answered.route = def.path
+  refuseCrossSite(req, method)
   if (def.idleTimeout !== undefined) watchIdle(req, res, def.idleTimeout === 'default' ? options.idleTimeout : def.idleTimeout)
   if (def.access.public) return admit(options, req, res, requestId, match, queryText, undefined)
   const caller = options.authenticator.authenticate({ cookie: req.headers.cookie, authorization: req.headers.authorization, connection: req.socket })
