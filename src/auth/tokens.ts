@@ -167,6 +167,14 @@ export class TokenStore {
     this.#forget(row.secret_hash)
   }
 
+  /** Revokes the token of this secret if there is one (signing out); answers whether there was. */
+  revokeSecret(secret: string): boolean {
+    const hash = hashSecret(secret)
+    const removed = this.#deleteByHash.run(hash).changes > 0
+    this.#forget(hash)
+    return removed
+  }
+
   pruneExpired(): number {
     this.#epoch++
     this.#resolved.clear()
