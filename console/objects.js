@@ -131,7 +131,7 @@ export function SrPage({ id }) {
       ['Disk', (vdi) => vdi.name_label],
       ['Size', (vdi) => formatBytes(vdi.size)],
       ['Used', (vdi) => formatBytes(vdi.usage)],
-      ['Download', (vdi) => html`<a href=${`/rest/v0/vdis/${vdi.id}.raw`} download>raw</a> <a href=${`/rest/v0/vdis/${vdi.id}.vhd`} download>VHD</a>`],
+      ['Download', (vdi) => html`<a class="download-raw" data-id=${vdi.id} href=${`/rest/v0/vdis/${vdi.id}.raw`} download=${vdi.name_label + '.raw'}>raw</a> <a href=${`/rest/v0/vdis/${vdi.id}.vhd`} download=${vdi.name_label + '.vhd'}>VHD</a>`],
     ]} />
   </div>`
 }
