@@ -3,6 +3,8 @@ import { useEffect, useRef } from 'preact/hooks'
 import { api } from './api.js'
 import { html, useAsync } from './ui.js'
 
+const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 })
+
 let uPlotLoaded
 function loadUPlot() {
   uPlotLoaded ??= new Promise((resolve, reject) => {
@@ -43,7 +45,13 @@ function Chart({ title, series, end, interval }) {
       const length = Math.max(...series.map(([, values]) => values.length))
       const times = Array.from({ length }, (_, index) => end - (length - 1 - index) * interval)
       plot = new uPlot(
-        { title, width: 420, height: 180, series: [{}, ...series.map(([label], index) => ({ label, stroke: `hsl(${(index * 67) % 360} 60% 45%)` }))] },
+        {
+          title,
+          width: 420,
+          height: 180,
+          axes: [{}, { size: 56, values: (_, ticks) => ticks.map((tick) => compact.format(tick)) }],
+          series: [{}, ...series.map(([label], index) => ({ label, stroke: `hsl(${(index * 67) % 360} 60% 45%)` }))],
+        },
         [times, ...series.map(([, values]) => values)],
         box.current,
       )

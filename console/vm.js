@@ -47,6 +47,8 @@ export function VmPage({ id }) {
   const snapshots = useCollection('vm-snapshots')
   const vbds = useCollection('vbds')
   const vdis = useCollection('vdis')
+  const hosts = useCollection('hosts')
+  const pools = useCollection('pools')
   const live = vms.records.get(id)
   const full = useAsync(() => api(`vms/${encodeURIComponent(id)}`), [id, live?.power_state])
   const vm = { ...full.value, ...live }
@@ -65,8 +67,8 @@ export function VmPage({ id }) {
     <dl class="summary">
       <dt>CPUs</dt><dd>${vm.CPUs?.number}</dd>
       <dt>Memory</dt><dd>${formatBytes(vm.memory?.size)}</dd>
-      <dt>Host</dt><dd>${vm.$container === vm.$pool ? '—' : html`<a href=${link('hosts', vm.$container)}>${vm.$container}</a>`}</dd>
-      <dt>Pool</dt><dd><a href=${link('pools', vm.$pool)}>${vm.$pool}</a></dd>
+      <dt>Host</dt><dd>${vm.$container === vm.$pool ? '—' : html`<a href=${link('hosts', vm.$container)}>${hosts.records.get(vm.$container)?.name_label ?? vm.$container}</a>`}</dd>
+      <dt>Pool</dt><dd><a href=${link('pools', vm.$pool)}>${pools.records.get(vm.$pool)?.name_label ?? vm.$pool}</a></dd>
       <dt>OS</dt><dd>${vm.os_version?.name ?? '—'}</dd>
       <dt>Addresses</dt><dd class="addresses">${Object.entries(vm.addresses ?? {}).map(([key, address]) => html`<span title=${key}>${address}</span> `)}</dd>
       <dt>Tags</dt><dd><${Tags} collection="vms" resource="vm" id=${id} tags=${vm.tags} /></dd>
