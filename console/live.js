@@ -7,7 +7,7 @@ import { api, ndjson } from './api.js'
 export const collections = {
   pools: { type: 'pool', fields: ['id', 'name_label', 'name_description', 'tags', 'master'] },
   hosts: { type: 'host', fields: ['id', 'name_label', '$pool', 'power_state', 'enabled', 'address', 'tags', 'cpus', 'memory'] },
-  vms: { type: 'VM', fields: ['id', 'name_label', 'power_state', '$pool', '$container', 'tags', 'mainIpAddress', 'CPUs', 'memory'] },
+  vms: { type: 'VM', fields: ['id', 'name_label', 'power_state', '$pool', '$container', 'tags', 'mainIpAddress'] },
   'vm-snapshots': { type: 'VM-snapshot', fields: ['id', 'name_label', '$snapshot_of', 'snapshot_time', '$pool'] },
   'vm-templates': { type: 'VM-template', fields: ['id', 'name_label', '$pool'] },
   srs: { type: 'SR', fields: ['id', 'name_label', '$pool', '$container', 'size', 'physical_usage', 'SR_type', 'tags'] },
