@@ -31,10 +31,11 @@ export function useAsync(load, deps) {
   return { ...state, reload: () => setRound((n) => n + 1) }
 }
 
-/** Whether the signed-in user may do this; undefined while the API is asked. */
+/** Whether the signed-in user may do this; undefined while the API is asked. Without a resource, anyone may. */
 export function useMay(resource, actionName, objectId) {
-  const [allowed, setAllowed] = useState(undefined)
+  const [allowed, setAllowed] = useState(resource === undefined ? true : undefined)
   useEffect(() => {
+    if (resource === undefined) return undefined
     let live = true
     may(resource, actionName, objectId).then((answer) => live && setAllowed(answer))
     return () => {
@@ -49,10 +50,10 @@ export function useMay(resource, actionName, objectId) {
  * a refusal that still happens is shown as the API words it.
  */
 export function ActionButton({ privilege, run, children, confirm: question, className = '', onDone }) {
-  const allowed = useMay(...(privilege ?? ['', '', undefined]))
+  const allowed = useMay(...(privilege ?? []))
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState()
-  if (privilege !== undefined && allowed !== true) return null
+  if (allowed !== true) return null
   const click = async () => {
     if (question !== undefined && !window.confirm(question)) return
     setBusy(true)

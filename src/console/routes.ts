@@ -9,8 +9,7 @@ import { BodyErrorResponses } from '../http/schemas.js'
 import { loadAssets, type AssetTable } from './assets.js'
 import { appPage, ASSET_BASE, assetHeaders, signInPage, type Page } from './page.js'
 import { hasSession, sameOriginPath, signIn, signOut } from './session.js'
-import { notModified } from './static-reply.js'
-import { sendAsset } from './static-reply.js'
+import { notModified, sendAsset } from './static-reply.js'
 
 export interface ConsoleDeps {
   readonly authenticator: Authenticator

@@ -3,6 +3,7 @@ import type { TLSSocket } from 'node:tls'
 import { parse as parseContentType } from 'content-type'
 import { parseCookie, stringifySetCookie } from 'cookie'
 import type { Authenticator } from '../auth/authenticate.js'
+import type { Principal } from '../auth/principal.js'
 import type { TokenStore } from '../auth/tokens.js'
 import { invalidParameters, KeelError } from '../errors.js'
 import { bodyTooLarge, readJsonBody } from '../http/body.js'
@@ -97,7 +98,7 @@ export interface SessionDeps {
 /** `POST /signin`: a new token in an HttpOnly cookie, for a form (303) or a script (200 with the user). */
 export async function signIn(deps: SessionDeps, req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
   const input = await readSignIn(req)
-  let principal
+  let principal: Principal
   try {
     principal = await deps.authenticator.signIn(input.email, input.password)
   } catch (error) {
@@ -130,11 +131,10 @@ export function signOut(deps: SessionDeps, req: IncomingMessage, res: ServerResp
 
 /** Whether the request carries a valid session cookie: a page chooses between the console and the sign-in form. */
 export function hasSession(authenticator: Authenticator, req: IncomingMessage): boolean {
-  const secret = req.headers.cookie === undefined ? undefined : parseCookie(req.headers.cookie)[COOKIE]
-  if (secret === undefined) return false
+  if (req.headers.cookie === undefined) return false
   try {
     // A token alone is checked synchronously; only a password would make this a promise.
-    const who = authenticator.authenticate({ cookie: `${COOKIE}=${encodeURIComponent(secret)}`, authorization: undefined })
+    const who = authenticator.authenticate({ cookie: req.headers.cookie, authorization: undefined })
     return who !== undefined && !(who instanceof Promise)
   } catch {
     return false
