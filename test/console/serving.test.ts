@@ -2,6 +2,10 @@ import { createHash } from 'node:crypto'
 import { get } from 'node:http'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t from 'tap'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadAssets } from '../../src/console/assets.js'
 import { chooseEncoding } from '../../src/console/static-reply.js'
 import { sameOriginPath } from '../../src/console/session.js'
 import { jsonBody, startServer, ADMIN_EMAIL, ADMIN_PASSWORD, type TestServer } from '../helpers/server.js'
@@ -42,6 +46,25 @@ t.test('encoding negotiation: brotli first on a tie, q=0 refuses, * stands for t
   t.equal(chooseEncoding('*'), 'br')
   t.equal(chooseEncoding('*;q=0'), 'identity')
   t.equal(chooseEncoding('identity'), 'identity')
+})
+
+t.test('the asset table: files of known types and the fixed library files only, a version that follows their bytes', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-console-assets-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'main.js'), 'export const a = 1\n')
+  writeFileSync(join(dir, 'console.css'), 'body { margin: 0 }\n')
+  writeFileSync(join(dir, 'notes.txt'), 'not served')
+  writeFileSync(join(dir, '.hidden.js.swp'), 'not served')
+  const first = loadAssets(dir)
+  t.same([...first.byName.keys()].sort(), ['console.css', 'hooks.mjs', 'htm.mjs', 'main.js', 'preact.mjs', 'uplot.css', 'uplot.js'])
+  const main = first.byName.get('main.js')
+  t.same(gunzipSync(main?.gzip ?? Buffer.alloc(0)).toString(), 'export const a = 1\n')
+  t.same(brotliDecompressSync(main?.br ?? Buffer.alloc(0)).toString(), 'export const a = 1\n')
+  t.equal(loadAssets(dir).version, first.version, 'the same bytes, the same version')
+  writeFileSync(join(dir, 'main.js'), 'export const a = 2\n')
+  t.not(loadAssets(dir).version, first.version, 'a changed file, a new version')
+  writeFileSync(join(dir, 'preact.mjs'), '')
+  t.throws(() => loadAssets(dir), /preact\.mjs is both the console's and a library's/)
 })
 
 t.test('redirect targets: only paths of this origin', async (t) => {
