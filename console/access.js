@@ -45,6 +45,21 @@ function Role({ role, users, groups, onChange }) {
   </div>`
 }
 
+/** A group's members, each removable, and one added from the users listed. */
+function Members({ group, users }) {
+  const [userId, setUserId] = useState('')
+  const members = group.users ?? []
+  const change = (method, id) => api(`groups/${group.id}/users/${id}`, { method })
+  return html`<div class="tags">
+    ${members.map((id) => html`<span class="tag">${users.records.get(id)?.email ?? id}<${ActionButton} className="link" privilege=${['group', 'update:users', group.id]} run=${() => change('DELETE', id)}>×<//></span>`)}
+    <select value=${userId} onChange=${(event) => setUserId(event.target.value)}>
+      <option value="">add a member…</option>
+      ${[...users.records.values()].filter((user) => !members.includes(user.id)).map((user) => html`<option value=${user.id}>${user.email}</option>`)}
+    </select>
+    <${ActionButton} privilege=${['group', 'update:users', group.id]} run=${() => userId !== '' && change('PUT', userId)}>Add<//>
+  </div>`
+}
+
 function Review({ users }) {
   const [form, setForm] = useState({ resource: 'vm', action: 'start', objectId: '', userId: '' })
   const [answer, setAnswer] = useState()
@@ -113,7 +128,7 @@ export function Access() {
     <h2>Groups</h2>
     <${Table} rows=${[...groups.records.values()]} columns=${[
       ['Name', (group) => group.name],
-      ['Members', (group) => (group.users ?? []).map((id) => users.records.get(id)?.email ?? id).join(', ')],
+      ['Members', (group) => html`<${Members} group=${group} users=${users} />`],
     ]} />
     ${mayCreateGroup && html`<details><summary>New group</summary><${JsonForm} label="Create" initial=${{ name: 'operators' }} submit=${(body) => api('groups', { method: 'POST', body })} /></details>`}
     <h2>Roles</h2>
