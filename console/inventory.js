@@ -6,6 +6,9 @@ import { useCollection } from './live.js'
 import { html, ActionButton, ErrorBox, StateBadge, download, link, useMay } from './ui.js'
 
 const ROW = 30
+// Templates and snapshots are listed apart from the VMs, each from its own collection.
+const TEMPLATES = 'vm-templates'
+const SNAPSHOTS = 'vm-snapshots'
 const OVERSCAN = 10
 
 function Tree({ pools, hosts, vms, templates, snapshots, selected, select }) {
@@ -25,8 +28,8 @@ function Tree({ pools, hosts, vms, templates, snapshots, selected, select }) {
       (pool) => html`${item(pool.id, pool.name_label, 0)}
         ${[...hosts.records.values()].filter((host) => host.$pool === pool.id).map((host) => item(host.id, host.name_label, 1))}`,
     )}
-    <li class="apart">Templates <span class="count">${templates.records.size}</span></li>
-    <li class="apart">Snapshots <span class="count">${snapshots.records.size}</span></li>
+    <li class=${'apart' + (selected === TEMPLATES ? ' selected' : '')}><button class="link" onClick=${() => select(TEMPLATES)}>Templates</button> <span class="count">${templates.records.size}</span></li>
+    <li class=${'apart' + (selected === SNAPSHOTS ? ' selected' : '')}><button class="link" onClick=${() => select(SNAPSHOTS)}>Snapshots</button> <span class="count">${snapshots.records.size}</span></li>
   </ul>`
 }
 
@@ -75,7 +78,7 @@ function Bulk({ selection, clear }) {
   </div>`
 }
 
-function VmRows({ rows, selection, toggle, selectable }) {
+function VmRows({ rows, selection, toggle, selectable, linked }) {
   const box = useRef()
   const [top, setTop] = useState(0)
   const height = 600
@@ -86,7 +89,7 @@ function VmRows({ rows, selection, toggle, selectable }) {
       ${rows.slice(first, last).map(
         (vm, index) => html`<div class="row vm-row" data-id=${vm.id} style=${{ top: `${(first + index) * ROW}px` }}>
           ${selectable && html`<input type="checkbox" aria-label=${'select ' + vm.name_label} checked=${selection.has(vm.id)} onClick=${(event) => toggle(vm.id, first + index, event.shiftKey)} />`}
-          <a class="name" href=${link('vms', vm.id)}>${vm.name_label}</a>
+          ${linked ? html`<a class="name" href=${link('vms', vm.id)}>${vm.name_label}</a>` : html`<span class="name">${vm.name_label}</span>`}
           <${StateBadge} state=${vm.power_state} />
           <span class="ip">${vm.mainIpAddress ?? ''}</span>
           <span class="row-tags">${(vm.tags ?? []).join(', ')}</span>
@@ -109,15 +112,23 @@ export function Inventory() {
   const [selection, setSelection] = useState(new Set())
   const anchor = useRef()
   const mayAct = useMay('vm', 'start')
+  const apart = container === TEMPLATES || container === SNAPSHOTS
+  const listed = container === TEMPLATES ? templates : container === SNAPSHOTS ? snapshots : vms
   const rows = useMemo(() => {
     const all = []
-    for (const vm of vms.records.values()) {
-      if (container !== undefined && vm.$container !== container && vm.$pool !== container) continue
+    for (const vm of listed.records.values()) {
+      if (!apart && container !== undefined && vm.$container !== container && vm.$pool !== container) continue
       if (matching !== undefined && !matching.has(vm.id)) continue
       all.push(vm)
     }
     return all
-  }, [vms.version, vms.records, container, matching])
+  }, [listed.version, listed.records, container, matching])
+  const choose = (next) => {
+    // A filter's answer is ids of one collection: another list starts unfiltered.
+    if ((next === TEMPLATES || next === SNAPSHOTS || apart) && next !== container) setMatching(undefined)
+    setSelection(new Set())
+    setContainer(next)
+  }
   const search = async (event) => {
     event.preventDefault()
     setFilterError(undefined)
@@ -125,7 +136,7 @@ export function Inventory() {
     // The API evaluates its own filter syntax; the console keeps the ids it answers.
     const ids = new Set()
     try {
-      await ndjson(`vms?fields=id&filter=${encodeURIComponent(text)}`, (batch) => {
+      await ndjson(`${apart ? container : 'vms'}?fields=id&filter=${encodeURIComponent(text)}`, (batch) => {
         for (const record of batch) ids.add(record.id)
       })
       setMatching(ids)
@@ -145,22 +156,22 @@ export function Inventory() {
   }
   const exported = () => rows.map(({ id, name_label, power_state, mainIpAddress, tags }) => ({ id, name_label, power_state, mainIpAddress, tags }))
   return html`<div class="inventory">
-    <aside><${Tree} pools=${pools} hosts=${hosts} vms=${vms} templates=${templates} snapshots=${snapshots} selected=${container} select=${setContainer} /></aside>
+    <aside><${Tree} pools=${pools} hosts=${hosts} vms=${vms} templates=${templates} snapshots=${snapshots} selected=${container} select=${choose} /></aside>
     <section class="list">
       <form class="search" onSubmit=${search}>
         <input id="filter" type="search" placeholder="Filter, as the API reads it: power_state:Running tags:prod" value=${text} onInput=${(event) => setText(event.target.value)} />
         <button type="submit">Filter</button>
       </form>
       <${ErrorBox} error=${filterError} />
-      <${ErrorBox} error=${vms.error} />
+      <${ErrorBox} error=${listed.error} />
       <div class="list-head">
-        <span id="vm-count">${rows.length} VMs${vms.loading ? ' (loading…)' : ''}</span>
-        ${mayAct && html`<button class="link" onClick=${() => setSelection(new Set(rows.map((vm) => vm.id)))}>Select all ${rows.length}</button>`}
+        <span id="vm-count">${rows.length} ${container === TEMPLATES ? 'templates' : container === SNAPSHOTS ? 'snapshots' : 'VMs'}${listed.loading ? ' (loading…)' : ''}</span>
+        ${mayAct && !apart && html`<button class="link" onClick=${() => setSelection(new Set(rows.map((vm) => vm.id)))}>Select all ${rows.length}</button>`}
         <button class="link" onClick=${() => download('vms.csv', 'text/csv', toCsv(exported()))}>Export CSV</button>
         <button class="link" onClick=${() => download('vms.json', 'application/json', JSON.stringify(exported(), null, 2))}>Export JSON</button>
       </div>
       <${Bulk} selection=${selection} clear=${() => setSelection(new Set())} />
-      <${VmRows} rows=${rows} selection=${selection} toggle=${toggle} selectable=${mayAct === true} />
+      <${VmRows} rows=${rows} selection=${selection} toggle=${toggle} selectable=${mayAct === true && !apart} linked=${!apart} />
     </section>
   </div>`
 }

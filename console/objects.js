@@ -4,6 +4,7 @@ import { useCollection } from './live.js'
 import { html, ActionButton, Bar, ErrorBox, StateBadge, Table, Tags, link, useAsync } from './ui.js'
 import { StatsCharts } from './charts.js'
 import { TaskList } from './tasks.js'
+import { DiskDownloads, DiskUpload } from './disks.js'
 
 /** One object's whole record, read again when its live fields change. */
 function useRecord(collection, id, live) {
@@ -131,7 +132,8 @@ export function SrPage({ id }) {
       ['Disk', (vdi) => vdi.name_label],
       ['Size', (vdi) => formatBytes(vdi.size)],
       ['Used', (vdi) => formatBytes(vdi.usage)],
-      ['Download', (vdi) => html`<a class="download-raw" data-id=${vdi.id} href=${`/rest/v0/vdis/${vdi.id}.raw`} download=${vdi.name_label + '.raw'}>raw</a> <a href=${`/rest/v0/vdis/${vdi.id}.vhd`} download=${vdi.name_label + '.vhd'}>VHD</a>`],
+      ['Download', (vdi) => html`<${DiskDownloads} vdi=${vdi} />`],
+      ['Upload', (vdi) => html`<${DiskUpload} vdi=${vdi} />`],
     ]} />
   </div>`
 }

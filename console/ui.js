@@ -75,6 +75,7 @@ export function Bar({ used, total, label }) {
 }
 
 export function StateBadge({ state }) {
+  if (state === undefined) return null
   return html`<span class=${'state state-' + String(state).toLowerCase()}>${state}</span>`
 }
 

@@ -1,9 +1,10 @@
 // One VM: summary, power actions, snapshots, disks (download, upload), addresses, tags, tasks, charts.
 import { action, api, formatBytes, formatTime } from './api.js'
 import { useCollection } from './live.js'
-import { html, ActionButton, ErrorBox, StateBadge, Table, Tags, link, useAsync, useMay } from './ui.js'
+import { html, ActionButton, ErrorBox, StateBadge, Table, Tags, link, useAsync } from './ui.js'
 import { StatsCharts } from './charts.js'
 import { TaskList } from './tasks.js'
+import { DiskDownloads, DiskUpload } from './disks.js'
 
 const powerActions = [
   ['start', 'start', 'Start', ['Halted']],
@@ -18,28 +19,11 @@ const powerActions = [
 ]
 
 function Disk({ vbd, vdi }) {
-  const mayUpload = useMay('vdi', 'import-content', vdi.id)
-  const mayDownload = useMay('vdi', 'export-content', vdi.id)
-  const upload = async (event) => {
-    const file = event.target.files[0]
-    if (file === undefined) return
-    const format = file.name.endsWith('.vhd') ? 'vhd' : 'raw'
-    await api(`vdis/${vdi.id}.${format}`, { method: 'PUT', body: file, headers: { 'content-type': 'application/octet-stream' } })
-  }
   return html`<tr class="disk" data-id=${vdi.id}>
     <td>${vbd.device}</td><td>${vdi.name_label}</td><td>${formatBytes(vdi.size)}</td><td>${formatBytes(vdi.usage)}</td>
-    <td>${mayDownload && html`<a class="download-raw" href=${`/rest/v0/vdis/${vdi.id}.raw`} download=${vdi.name_label + '.raw'}>raw</a> <a href=${`/rest/v0/vdis/${vdi.id}.vhd`} download=${vdi.name_label + '.vhd'}>VHD</a>`}</td>
-    <td>${mayUpload && html`<${UploadInput} upload=${upload} />`}</td>
+    <td><${DiskDownloads} vdi=${vdi} /></td>
+    <td><${DiskUpload} vdi=${vdi} /></td>
   </tr>`
-}
-
-function UploadInput({ upload }) {
-  return html`<${ActionButton} run=${() => new Promise((resolve, reject) => {
-    const input = document.createElement('input')
-    input.type = 'file'
-    input.onchange = (event) => upload(event).then(resolve, reject)
-    input.click()
-  })}>Upload…<//>`
 }
 
 export function VmPage({ id }) {

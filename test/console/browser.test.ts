@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -52,6 +52,13 @@ t.test('the web console in Chromium', { skip: missing ?? false }, async (t) => {
     await waitForText(page, '#vm-count', '12 VMs')
     t.same(await rowNames(), await vmNames())
     await screenshot(page, 'inventory')
+    const [templates] = await page.$$('xpath/.//ul[@id="tree"]//button[text()="Templates"]')
+    await templates?.click()
+    const { body: templateList } = await server.json<unknown[]>('/rest/v0/vm-templates?fields=id')
+    await waitForText(page, '#vm-count', `${templateList.length} templates`)
+    const [all] = await page.$$('xpath/.//ul[@id="tree"]//button[text()="All VMs"]')
+    await all?.click()
+    await waitForText(page, '#vm-count', '12 VMs')
     await page.type('#filter', 'power_state:Halted')
     await page.click('.search button')
     const halted = await vmNames('power_state:Halted')
@@ -114,6 +121,24 @@ t.test('the web console in Chromium', { skip: missing ?? false }, async (t) => {
     await link?.click()
     const guid = await done
     t.same(readFileSync(join(folder, guid)), content, 'the bytes downloaded are the disk')
+
+    const upload = async (file: string): Promise<void> => {
+      const [chooser] = await Promise.all([page.waitForFileChooser(), page.click(`tr:has(a.download-raw[data-id="${created.body.id}"]) button.upload`)])
+      await chooser.accept([file])
+    }
+    const disk = async (): Promise<Buffer> => Buffer.from(await (await server.request(`/rest/v0/vdis/${created.body.id}.raw`)).arrayBuffer())
+    const wrongSize = join(folder, 'short.raw')
+    writeFileSync(wrongSize, randomBytes(4096))
+    await upload(wrongSize)
+    await waitForText(page, '.error', 'DISK_SIZE_MISMATCH')
+    t.same(await disk(), content, 'a refused upload changes nothing')
+    const replacement = randomBytes(content.length)
+    const good = join(folder, 'replacement.raw')
+    writeFileSync(good, replacement)
+    const answered = page.waitForResponse((response) => response.request().method() === 'PUT' && response.url().endsWith(`/${created.body.id}.raw`))
+    await upload(good)
+    t.equal((await answered).status(), 204)
+    t.same(await disk(), replacement, 'the uploaded bytes are the disk')
   })
 
   t.test('the other views open', async (t) => {
