@@ -92,8 +92,21 @@ export async function may(resource, action, objectId) {
   return decision
 }
 
+let ownPrivileges
+/**
+ * Whether any of the signed-in user's privileges allows something beyond reading this resource
+ * (on some object, selectors aside): whether selecting objects for bulk actions is worth offering.
+ */
+export async function mayActOn(resource) {
+  const user = await whoAmI()
+  if (user.permission === 'admin') return true
+  ownPrivileges ??= api(`users/${encodeURIComponent(user.id)}/acl-privileges?fields=resource,action,effect`).catch(() => [])
+  return (await ownPrivileges).some((privilege) => privilege.resource === resource && privilege.effect === 'allow' && privilege.action !== 'read')
+}
+
 export function forgetDecisions() {
   decisions.clear()
+  ownPrivileges = undefined
 }
 
 export const formatBytes = (bytes) => {

@@ -1,9 +1,9 @@
 // The inventory: pool → host → VM tree, the API's filter in one search box, a windowed VM list
 // (smooth at 50,000 rows), bulk actions, and the filtered list exported.
 import { useMemo, useRef, useState } from 'preact/hooks'
-import { action, api, ndjson } from './api.js'
+import { action, api, mayActOn, ndjson } from './api.js'
 import { useCollection } from './live.js'
-import { html, ActionButton, ErrorBox, StateBadge, download, link, useMay } from './ui.js'
+import { html, ActionButton, ErrorBox, StateBadge, download, link, useAsync } from './ui.js'
 
 const ROW = 30
 // Templates and snapshots are listed apart from the VMs, each from its own collection.
@@ -66,14 +66,16 @@ function Bulk({ selection, clear }) {
   const ids = [...selection]
   const bulk = (name) => () => forEach(ids, (id) => action('vms', id, name))
   if (ids.length === 0) return null
+  // Offered when allowed on the first VM selected; a VM of the selection that refuses says so.
+  const on = (privilege) => ['vm', privilege, ids[0]]
   return html`<div class="bulk" id="bulk">
     <strong>${ids.length} selected</strong>
-    <${ActionButton} privilege=${['vm', 'start']} run=${bulk('start')}>Start<//>
-    <${ActionButton} privilege=${['vm', 'shutdown:clean']} run=${bulk('clean_shutdown')}>Stop<//>
-    <${ActionButton} privilege=${['vm', 'reboot:clean']} run=${bulk('clean_reboot')}>Reboot<//>
-    <${ActionButton} privilege=${['vm', 'snapshot']} run=${bulk('snapshot')}>Snapshot<//>
+    <${ActionButton} privilege=${on('start')} run=${bulk('start')}>Start<//>
+    <${ActionButton} privilege=${on('shutdown:clean')} run=${bulk('clean_shutdown')}>Stop<//>
+    <${ActionButton} privilege=${on('reboot:clean')} run=${bulk('clean_reboot')}>Reboot<//>
+    <${ActionButton} privilege=${on('snapshot')} run=${bulk('snapshot')}>Snapshot<//>
     <input placeholder="tag" value=${tag} onInput=${(event) => setTag(event.target.value)} />
-    <${ActionButton} privilege=${['vm', 'update:tags']} run=${() => forEach(ids, (id) => api(`vms/${id}/tags/${encodeURIComponent(tag)}`, { method: 'PUT' }))}>Tag<//>
+    <${ActionButton} privilege=${on('update:tags')} run=${() => forEach(ids, (id) => api(`vms/${id}/tags/${encodeURIComponent(tag)}`, { method: 'PUT' }))}>Tag<//>
     <button class="link" onClick=${clear}>Clear</button>
   </div>`
 }
@@ -111,7 +113,7 @@ export function Inventory() {
   const [filterError, setFilterError] = useState()
   const [selection, setSelection] = useState(new Set())
   const anchor = useRef()
-  const mayAct = useMay('vm', 'start')
+  const mayAct = useAsync(() => mayActOn('vm'), []).value
   const apart = container === TEMPLATES || container === SNAPSHOTS
   const listed = container === TEMPLATES ? templates : container === SNAPSHOTS ? snapshots : vms
   const rows = useMemo(() => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { demoIds } from '../helpers/demo-lab.js'
-import { browserMissing, go, launchBrowser, newPage, screenshot, signIn, waitForText, waitUntil } from '../helpers/browser.js'
+import { browserMissing, go, launchBrowser, newPage, screenshot, signIn, waitForExactText, waitForText, waitUntil } from '../helpers/browser.js'
 import { jsonBody, startServer, ADMIN_EMAIL, ADMIN_PASSWORD } from '../helpers/server.js'
 
 const missing = browserMissing()
@@ -49,20 +49,20 @@ t.test('the web console in Chromium', { skip: missing ?? false }, async (t) => {
 
   t.test('the inventory, filtered with the API syntax; its errors as the API words them', async (t) => {
     await go(page, '#/vms')
-    await waitForText(page, '#vm-count', '12 VMs')
+    await waitForExactText(page, '#vm-count', '12 VMs')
     t.same(await rowNames(), await vmNames())
     await screenshot(page, 'inventory')
     const [templates] = await page.$$('xpath/.//ul[@id="tree"]//button[text()="Templates"]')
     await templates?.click()
     const { body: templateList } = await server.json<unknown[]>('/rest/v0/vm-templates?fields=id')
-    await waitForText(page, '#vm-count', `${templateList.length} templates`)
+    await waitForExactText(page, '#vm-count', `${templateList.length} templates`)
     const [all] = await page.$$('xpath/.//ul[@id="tree"]//button[text()="All VMs"]')
     await all?.click()
-    await waitForText(page, '#vm-count', '12 VMs')
+    await waitForExactText(page, '#vm-count', '12 VMs')
     await page.type('#filter', 'power_state:Halted')
     await page.click('.search button')
     const halted = await vmNames('power_state:Halted')
-    await waitForText(page, '#vm-count', `${halted.length} VMs`)
+    await waitForExactText(page, '#vm-count', `${halted.length} VMs`)
     t.same(await rowNames(), halted)
     await page.evaluate(`document.querySelector('#filter').value = ''`)
     await page.type('#filter', 'name_label:(')
@@ -155,7 +155,31 @@ t.test('the web console in Chromium', { skip: missing ?? false }, async (t) => {
     await page.click('.tasks-toggle')
     await waitForText(page, '#tasks-panel', 'start VM')
     await screenshot(page, 'tasks')
+    await page.click('#tasks-panel header button')
+    await page.waitForSelector('#tasks-panel', { hidden: true })
     t.pass()
+  })
+
+  t.test('bulk: select every VM the filter matches and tag them', async (t) => {
+    await go(page, '#/vms')
+    await page.evaluate(`document.querySelector('#filter').value = ''`)
+    await page.type('#filter', 'power_state:Halted')
+    await page.click('.search button')
+    const halted = await vmNames('power_state:Halted')
+    await waitForExactText(page, '#vm-count', `${halted.length} VMs`)
+    const [selectAll] = await page.$$(`xpath/.//button[normalize-space(.)="Select all ${halted.length}"]`)
+    t.ok(selectAll, 'offered')
+    await selectAll?.click()
+    await waitForText(page, '#bulk', `${halted.length} selected`)
+    await page.type('#bulk input', 'bulk-tagged')
+    const [tag] = await page.$$('xpath/.//div[@id="bulk"]//button[text()="Tag"]')
+    await tag?.click()
+    await waitUntil(page, `[...document.querySelectorAll('.vm-row .row-tags')].filter((cell) => cell.textContent.includes('bulk-tagged')).length === ${halted.length}`)
+    t.same(await vmNames('tags:bulk-tagged'), halted)
+    await page.evaluate(`document.querySelector('#filter').value = ''`)
+    await page.type('#filter', ' ')
+    await page.click('.search button')
+    await waitForExactText(page, '#vm-count', '12 VMs')
   })
 
   t.test('the console keeps working after the event stream is cut, and resumes', async (t) => {
@@ -198,7 +222,7 @@ t.test('the web console in Chromium', { skip: missing ?? false }, async (t) => {
     await go(reader, '#/vms')
     const prod = await vmNames('tags:prod')
     t.ok(prod.length > 0 && prod.length < 12)
-    await waitForText(reader, '#vm-count', `${prod.length} VMs`)
+    await waitForExactText(reader, '#vm-count', `${prod.length} VMs`)
     t.same(await reader.$$eval('.vm-row .name', (links) => links.map((link) => link.textContent ?? '').sort()), prod)
     // The event stream stays open; every other request (the acl-check decisions) has been answered.
     await reader.waitForNetworkIdle({ concurrency: 1 })

@@ -42,14 +42,22 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 
 // Code run in the page is given as text: the tests compile without the DOM's types.
 
-/** Waits until the page's expression is true, checked at each change of the page. */
+/**
+ * Waits until the page's expression is true, checked every 50 ms: puppeteer's 'mutation' polling
+ * does not see a text node's data change, which is how Preact updates a text in place.
+ */
 export async function waitUntil(page: Page, expression: string): Promise<void> {
-  await page.waitForFunction(expression, { polling: 'mutation', timeout: 20_000 })
+  await page.waitForFunction(expression, { polling: 50, timeout: 20_000 })
 }
 
 /** Waits until an element's text contains `text`. */
 export async function waitForText(page: Page, selector: string, text: string): Promise<void> {
   await waitUntil(page, `[...document.querySelectorAll(${JSON.stringify(selector)})].some((element) => element.textContent.includes(${JSON.stringify(text)}))`)
+}
+
+/** Waits until the first such element's whole text is `text` (a count: "2 VMs" is in "12 VMs"). */
+export async function waitForExactText(page: Page, selector: string, text: string): Promise<void> {
+  await waitUntil(page, `document.querySelector(${JSON.stringify(selector)})?.textContent === ${JSON.stringify(text)}`)
 }
 
 /** Goes to a view of the console without loading the page again. */
