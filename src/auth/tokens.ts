@@ -167,12 +167,11 @@ export class TokenStore {
     this.#forget(row.secret_hash)
   }
 
-  /** Revokes the token of this secret if there is one (signing out); answers whether there was. */
-  revokeSecret(secret: string): boolean {
+  /** Revokes the token of this secret, if there is one (signing out). */
+  revokeSecret(secret: string): void {
     const hash = hashSecret(secret)
-    const removed = this.#deleteByHash.run(hash).changes > 0
+    this.#deleteByHash.run(hash)
     this.#forget(hash)
-    return removed
   }
 
   pruneExpired(): number {

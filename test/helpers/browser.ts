@@ -47,7 +47,7 @@ export async function screenshot(page: Page, name: string): Promise<void> {
  * does not see a text node's data change, which is how Preact updates a text in place.
  */
 export async function waitUntil(page: Page, expression: string): Promise<void> {
-  await page.waitForFunction(expression, { polling: 50, timeout: 20_000 })
+  await page.waitForFunction(expression, { polling: 50, timeout: 60_000 })
 }
 
 /** Waits until an element's text contains `text`. */
