@@ -18,6 +18,7 @@ import { backupRoutes, backupSources } from './api/backups.js'
 import { BackupService } from './backups/service.js'
 import { WorkerPool } from '../workers/pool.js'
 import { docsRoutes } from './api/docs.js'
+import { consoleRoutes } from './console/routes.js'
 import { operationsRoutes } from './api/operations-endpoints.js'
 import { buildOpenApi } from './api/openapi.js'
 import { createLiveChanges } from './api/live-changes.js'
@@ -253,6 +254,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   let openApiText = ''
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
+    ...consoleRoutes({ authenticator, tokens, validity: options.config.authentication.defaultTokenValidity }),
     ...meRoutes(),
     ...sources
       .filter((source) => source.name !== 'backup-archives')

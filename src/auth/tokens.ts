@@ -167,6 +167,13 @@ export class TokenStore {
     this.#forget(row.secret_hash)
   }
 
+  /** Revokes the token of this secret, if there is one (signing out). */
+  revokeSecret(secret: string): void {
+    const hash = hashSecret(secret)
+    this.#deleteByHash.run(hash)
+    this.#forget(hash)
+  }
+
   pruneExpired(): number {
     this.#epoch++
     this.#resolved.clear()

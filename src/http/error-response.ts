@@ -31,7 +31,9 @@ export function sendError(res: ServerResponse, error: unknown, requestId: string
   res.statusCode = status
   res.setHeader('Content-Type', 'application/json; charset=utf-8')
   res.setHeader('Content-Length', Buffer.byteLength(text))
-  if (status === 401) res.setHeader('WWW-Authenticate', 'Basic realm="keel"')
+  // A browser answers a Basic challenge with a password prompt over the console: a request that
+  // came with the console's cookie is told 401 alone.
+  if (status === 401 && !/(?:^|;)\s*authenticationToken=/.test(res.req?.headers.cookie ?? '')) res.setHeader('WWW-Authenticate', 'Basic realm="keel"')
   res.end(text)
   return status
 }
