@@ -199,6 +199,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     log,
     authenticator,
     scopeOf: (userId) => acl.scopeOf(userId),
+    accessVersion: () => acl.version,
     metrics,
   })
   let openApiText = ''

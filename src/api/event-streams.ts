@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto'
 import { isAdmin, type Principal } from '../auth/principal.js'
 import { notEnoughPrivileges } from '../acl/check.js'
 import { noSuchObject } from '../errors.js'
-import type { FeedEvent, Formatter, Sink } from '../events/feeds.js'
-import { judgedFormat, streamVisibility } from './live-access.js'
+import type { FeedEvent, Membership, Sink } from '../events/feeds.js'
+import { judgedFormat, streamAccess } from './live-access.js'
 import { sseFrame, subscriptionFormat } from '../events/sse-format.js'
 import type { Outbox } from '../http/outbox.js'
 import { openLiveResponse, type LiveContext, type LiveDeps } from './live.js'
@@ -75,15 +75,17 @@ export class EventStreams {
     }
     connection.subscriptions.get(collection)?.()
     const paths = fields?.map((field) => field.split('.'))
-    const visible = streamVisibility(principal, resource, this.#deps.scopeOf)
-    const makeFormat = (): Formatter => judgedFormat(subscriptionFormat(collection, paths, this.#deps.recordBytes), visible)
-    // Frames are shared by subscribers of the same field set, and, past access control, of the same user.
-    const key = JSON.stringify([fields ?? '*', visible === undefined ? null : principal.id])
+    // Frames are shared by subscribers of the same field set who may see the same.
+    const membership: Membership = {
+      shape: JSON.stringify(fields ?? '*'),
+      access: streamAccess(principal, resource, this.#deps),
+      format: (visibility) => judgedFormat(subscriptionFormat(collection, paths, this.#deps.recordBytes), visibility?.visible),
+    }
     if (connection.resumeFrom !== undefined && !connection.replayed.has(collection)) {
       connection.replayed.add(collection)
-      if (!this.#deps.feeds.replay(collection, connection.resumeFrom, makeFormat(), connection.sink)) connection.outbox.push(this.#resync())
+      if (!this.#deps.feeds.replay(collection, connection.resumeFrom, membership, connection.sink)) connection.outbox.push(this.#resync())
     }
-    connection.subscriptions.set(collection, this.#deps.feeds.attach(collection, key, makeFormat, connection.sink))
+    connection.subscriptions.set(collection, this.#deps.feeds.attach(collection, membership, connection.sink))
   }
 
   unsubscribe(connectionId: string, principal: Principal, collection: string): void {

@@ -1,4 +1,6 @@
 import type { Logger } from 'pino'
+import { Gauge } from 'prom-client'
+import { Visibilities } from '../acl/visibility.js'
 import type { PrivilegeSet } from '../acl/evaluate.js'
 import type { Authenticator } from '../auth/authenticate.js'
 import type { Metrics } from '../http/metrics.js'
@@ -39,6 +41,8 @@ export function createLiveChanges(deps: {
   readonly log: Logger
   readonly authenticator: Authenticator
   readonly scopeOf: (userId: string) => PrivilegeSet
+  /** moves whenever what any user may do can have changed */
+  readonly accessVersion: () => number
   readonly metrics: Metrics
 }): LiveChanges {
   const { restApi, cache, log } = deps
@@ -55,14 +59,26 @@ export function createLiveChanges(deps: {
   )
   const flusher = new Flusher(STREAM_FLUSH_MS)
   const streams = new LiveStreams({ checkInterval: restApi.streamCredentialCheckInterval, log })
+  const feeds = new Feeds(eventLog, views, deps.accessVersion)
+  new Gauge({
+    name: 'keel_event_audiences',
+    help: 'Audiences of live changes, by collection: connections with the same fields, filter and effective read privileges share one, and each change is formatted once per audience',
+    labelNames: ['collection'],
+    registers: [deps.metrics.registry],
+    collect() {
+      this.reset()
+      for (const [collection, count] of feeds.audiences()) this.set({ collection }, count)
+    },
+  })
   const live: LiveDeps = {
-    feeds: new Feeds(eventLog, views),
+    feeds,
     streams,
     flusher,
     maxBytes: Math.round(restApi.maxRamAllocatedPerSseClient * MIB),
     recordBytes: (record) => recordBytes(cache, record),
     authenticator: deps.authenticator,
     scopeOf: deps.scopeOf,
+    visibilities: new Visibilities(),
     resourceOf: (type) => deps.sources.find((source) => source.type === type)?.resource,
     metrics: deps.metrics,
   }

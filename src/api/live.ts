@@ -8,6 +8,7 @@ import { Flusher, Outbox } from '../http/outbox.js'
 import type { RouteContext } from '../http/route.js'
 import type { Metrics } from '../http/metrics.js'
 import type { PrivilegeSet } from '../acl/evaluate.js'
+import type { Visibilities } from '../acl/visibility.js'
 
 /** What watch and event-stream routes share. */
 export interface LiveDeps {
@@ -20,6 +21,7 @@ export interface LiveDeps {
   readonly authenticator: Authenticator
   /** a non-administrator's privileges as they are now */
   readonly scopeOf: (userId: string) => PrivilegeSet
+  readonly visibilities: Visibilities
   /** the access-control resource of each record type (collection) */
   readonly resourceOf: (type: string) => string | undefined
   readonly metrics: Metrics
