@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
-import { Gauge } from 'prom-client'
+import { Counter, Gauge } from 'prom-client'
+import { StreamBudget } from '../http/stream-budget.js'
 import { Visibilities } from '../acl/visibility.js'
 import type { PrivilegeSet } from '../acl/evaluate.js'
 import type { Authenticator } from '../auth/authenticate.js'
@@ -70,8 +71,24 @@ export function createLiveChanges(deps: {
       for (const [collection, count] of feeds.audiences()) this.set({ collection }, count)
     },
   })
+  const budget = new StreamBudget(Math.round(restApi.maxRamAllocatedForSseClients * MIB))
+  new Gauge({
+    name: 'keel_stream_undelivered_bytes',
+    help: 'Bytes event streams and watches have yet to deliver, all together (bounded by maxRamAllocatedForSseClients)',
+    registers: [deps.metrics.registry],
+    collect() {
+      this.set(budget.total)
+    },
+  })
   const live: LiveDeps = {
     feeds,
+    budget,
+    cuts: new Counter({
+      name: 'keel_stream_cuts_total',
+      help: 'Event streams and watches closed for not reading: past their own bound (reason="connection") or the largest while all together passed theirs (reason="total")',
+      labelNames: ['reason'],
+      registers: [deps.metrics.registry],
+    }),
     streams,
     flusher,
     maxBytes: Math.round(restApi.maxRamAllocatedPerSseClient * MIB),

@@ -5,6 +5,8 @@ import type { XoRecord } from '../driver/types.js'
 import type { Feeds } from '../events/feeds.js'
 import type { LiveStreams } from '../http/live-streams.js'
 import { Flusher, Outbox } from '../http/outbox.js'
+import type { StreamBudget } from '../http/stream-budget.js'
+import type { Counter } from 'prom-client'
 import type { RouteContext } from '../http/route.js'
 import type { Metrics } from '../http/metrics.js'
 import type { PrivilegeSet } from '../acl/evaluate.js'
@@ -17,6 +19,10 @@ export interface LiveDeps {
   readonly flusher: Flusher
   /** undelivered bytes allowed per connection (`maxRamAllocatedPerSseClient`) */
   readonly maxBytes: number
+  /** undelivered bytes allowed to all connections together (`maxRamAllocatedForSseClients`) */
+  readonly budget: StreamBudget
+  /** connections cut for holding too much, by reason */
+  readonly cuts: Counter<'reason'>
   readonly recordBytes: (record: XoRecord) => Buffer
   readonly authenticator: Authenticator
   /** a non-administrator's privileges as they are now */
@@ -66,8 +72,12 @@ export function openLiveResponse(deps: LiveDeps, ctx: LiveContext, contentType: 
   const outbox = new Outbox(res, {
     limit: deps.maxBytes,
     flusher: deps.flusher,
-    onOverflow: (undelivered) =>
-      log.error({ ...fullLabel, undelivered, limit: deps.maxBytes }, 'too much undelivered data for a stream connection: closing it'),
+    budget: deps.budget,
+    onCut: (reason, undelivered, total) => {
+      deps.cuts.inc({ reason })
+      if (reason === 'connection') log.error({ ...fullLabel, undelivered, limit: deps.maxBytes }, 'too much undelivered data for a stream connection: closing it')
+      else log.error({ ...fullLabel, undelivered, total, limit: deps.budget.limit }, 'too much undelivered data for all stream connections: closing the one with the most')
+    },
   })
   const kind = label['watch'] === undefined ? 'events' : 'watch'
   deps.metrics.openStreams.inc({ kind })
