@@ -59,7 +59,12 @@ export function createLiveChanges(deps: {
     deps.sources.map((source) => [source.type, source.view ?? ((record) => (record.type === source.type ? record : undefined))]),
   )
   const flusher = new Flusher(STREAM_FLUSH_MS)
-  const streams = new LiveStreams({ checkInterval: restApi.streamCredentialCheckInterval, log })
+  const streams = new LiveStreams({ maxSleep: restApi.streamCredentialCheckInterval, clock: deps.clock, log })
+  // A user's streams are checked when their record or their tokens change, and only then.
+  const stopCredentials = deps.authenticator.onCredentialsChange((userId) => streams.recheck(userId))
+  const stopUsers = deps.bus.subscribe((change) => {
+    if (change.object.type === 'user') streams.recheck(change.object.id)
+  })
   const feeds = new Feeds(eventLog, views, deps.accessVersion)
   new Gauge({
     name: 'keel_event_audiences',
@@ -104,6 +109,8 @@ export function createLiveChanges(deps: {
     watch: watchCollection(live, hrefOf, withHref),
     routes: eventRoutes(eventStreams, [...views.keys()]),
     close: () => {
+      stopCredentials()
+      stopUsers()
       streams.endAll()
       eventStreams.close()
       flusher.close()

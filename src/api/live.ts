@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http'
 import type { Authenticator } from '../auth/authenticate.js'
 import type { Principal } from '../auth/principal.js'
 import type { XoRecord } from '../driver/types.js'
@@ -31,19 +30,6 @@ export interface LiveDeps {
   /** the access-control resource of each record type (collection) */
   readonly resourceOf: (type: string) => string | undefined
   readonly metrics: Metrics
-}
-
-/** Whether the credentials of `req` still authenticate the same user with the same rights. */
-function stillAllowed(authenticator: Authenticator, req: IncomingMessage, principal: Principal): () => Promise<boolean> {
-  const credentials = { cookie: req.headers.cookie, authorization: req.headers.authorization }
-  return async () => {
-    try {
-      const now = await authenticator.authenticate(credentials)
-      return now !== undefined && now.id === principal.id && now.permission === principal.permission
-    } catch {
-      return false
-    }
-  }
 }
 
 export interface LiveResponse {
@@ -90,7 +76,7 @@ export function openLiveResponse(deps: LiveDeps, ctx: LiveContext, contentType: 
   ]
   const unregister = deps.streams.add({
     label: fullLabel,
-    stillAllowed: stillAllowed(deps.authenticator, req, principal),
+    credential: deps.authenticator.credentialOf({ cookie: req.headers.cookie, authorization: req.headers.authorization }, principal),
     end: () => {
       outbox.end()
       // The client is told by the end of the body; the connection is not kept for another request.
