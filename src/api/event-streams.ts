@@ -16,8 +16,8 @@ interface Connection {
   readonly outbox: Outbox
   readonly sink: Sink
   readonly subscriptions: Map<string, () => void>
-  /** the event number the client last saw before reconnecting, until each collection has replayed from it */
-  readonly resumeFrom: number | undefined
+  /** the event number the client last saw before reconnecting, until each collection has replayed from it or one could not */
+  resumeFrom: number | undefined
   readonly replayed: Set<string>
 }
 
@@ -50,7 +50,7 @@ export class EventStreams {
     let resumeFrom: number | undefined
     if (lastEventId !== undefined) {
       const after = /^\d{1,16}$/.test(lastEventId) ? Number(lastEventId) : NaN
-      if (this.#deps.feeds.holds(after)) resumeFrom = after
+      if (this.#deps.feeds.resumable(after)) resumeFrom = after
       else outbox.push(this.#resync())
     }
     // Access control will judge each event against the connection's user here.
@@ -83,7 +83,11 @@ export class EventStreams {
     }
     if (connection.resumeFrom !== undefined && !connection.replayed.has(collection)) {
       connection.replayed.add(collection)
-      if (!this.#deps.feeds.replay(collection, connection.resumeFrom, membership, connection.sink)) connection.outbox.push(this.#resync())
+      // One resync tells the client to list everything again: later subscriptions need no replay.
+      if (!this.#deps.feeds.replay(collection, connection.resumeFrom, membership, connection.sink)) {
+        connection.outbox.push(this.#resync())
+        connection.resumeFrom = undefined
+      }
     }
     connection.subscriptions.set(collection, this.#deps.feeds.attach(collection, membership, connection.sink))
   }

@@ -47,17 +47,20 @@ export function createLiveChanges(deps: {
   readonly metrics: Metrics
 }): LiveChanges {
   const { restApi, cache, log } = deps
+  const views = new Map<string, ViewOf>(
+    deps.sources.map((source) => [source.type, source.view ?? ((record) => (record.type === source.type ? record : undefined))]),
+  )
   const eventLog = new EventLog(deps.bus, {
     maxEvents: restApi.eventLogMaxEvents,
     maxBytes: restApi.maxRamAllocatedToEventLog * MIB,
     window: restApi.eventResumeWindow,
+    minAge: restApi.eventResumeMinimum,
     clock: deps.clock,
     sizeOf: (change) => recordBytes(cache, change.object).length,
+    collectionsOf: ({ object, previous }) =>
+      [...views].filter(([, viewOf]) => viewOf(object) !== undefined || (previous !== undefined && viewOf(previous) !== undefined)).map(([collection]) => collection),
     onReaderError: (error) => log.error({ err: error }, 'event delivery failed'),
   })
-  const views = new Map<string, ViewOf>(
-    deps.sources.map((source) => [source.type, source.view ?? ((record) => (record.type === source.type ? record : undefined))]),
-  )
   const flusher = new Flusher(STREAM_FLUSH_MS)
   const streams = new LiveStreams({ maxSleep: restApi.streamCredentialCheckInterval, clock: deps.clock, log })
   // A user's streams are checked when their record or their tokens change, and only then.
@@ -74,6 +77,15 @@ export function createLiveChanges(deps: {
     collect() {
       this.reset()
       for (const [collection, count] of feeds.audiences()) this.set({ collection }, count)
+    },
+  })
+  new Gauge({
+    name: 'keel_event_resume_window_seconds',
+    help: 'How far back a client of each collection can resume (Last-Event-ID, since=) now',
+    labelNames: ['collection'],
+    registers: [deps.metrics.registry],
+    collect() {
+      for (const [collection, window] of feeds.windows()) this.set({ collection }, window / 1000)
     },
   })
   const budget = new StreamBudget(Math.round(restApi.maxRamAllocatedForSseClients * MIB))

@@ -167,9 +167,14 @@ export class Feeds {
     }
   }
 
-  /** whether the log still holds every event after `after` */
-  holds(after: number): boolean {
-    return this.#log.since(after) !== undefined
+  /** whether a client may resume from `after`, collection by collection (a number this process gave) */
+  resumable(after: number): boolean {
+    return this.#log.issued(after)
+  }
+
+  /** how far back (ms) a client of each collection can resume */
+  windows(): Map<string, number> {
+    return this.#log.windows(this.#views.keys())
   }
 
   /**
@@ -177,7 +182,7 @@ export class Feeds {
    * in order; false when the log no longer holds them all.
    */
   replay(collection: string, after: number, membership: Membership, sink: Sink): boolean {
-    const entries = this.#log.since(after)
+    const entries = this.#log.since(after, collection)
     if (entries === undefined) return false
     const format = membership.format(membership.access())
     const viewOf = this.#viewOf(collection)
