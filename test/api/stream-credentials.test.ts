@@ -36,13 +36,15 @@ t.test('a token’s stream closes when it expires, on one timer', async (t) => {
   t.same(await Promise.all([stream.ended, other.ended]), ['end', 'end'])
 })
 
-t.test('a password change closes the user’s Basic streams, a deletion all of theirs; others stay', async (t) => {
+t.test('a password change closes the user’s Basic streams, a demotion or a deletion all of theirs; others stay', async (t) => {
   const server = await startServer({ config })
   t.teardown(() => server.close())
   const demo = await demoIds(server)
   const changing = await newUser(server, 'changing@example.net')
   const leaving = await newUser(server, 'leaving@example.net')
   const staying = await newUser(server, 'staying@example.net')
+  const demoted = await newUser(server, 'demoted@example.net')
+  const demotedStream = await watchVms(server, { authorization: demoted.auth })
   const changingStream = await watchVms(server, { authorization: changing.auth })
   const leavingStream = await watchVms(server, { authorization: leaving.auth })
   const stayingStream = await watchVms(server, { authorization: staying.auth })
@@ -53,6 +55,8 @@ t.test('a password change closes the user’s Basic streams, a deletion all of t
   t.equal(await changingStream.ended, 'end', 'closed on the password change')
   t.equal((await server.request(`/rest/v0/users/${leaving.id}`, { method: 'DELETE' })).status, 204)
   t.equal(await leavingStream.ended, 'end', 'closed on the deletion')
+  t.equal((await server.request(`/rest/v0/users/${demoted.id}`, jsonBody({ permission: 'none' }, 'PATCH'))).status, 204)
+  t.equal(await demotedStream.ended, 'end', 'closed on the demotion')
 
   await server.request(`/rest/v0/vms/${demo.haltedVm}`, jsonBody({ nameLabel: 'still-here' }, 'PATCH'))
   await stayingStream.until((text) => text.includes('still-here'))
