@@ -1,8 +1,8 @@
 // Child process for the SSE scale benchmark: Keel on a generated lab whose VMs carry one of
 // ROLES team tags (`team-<n>-`: a selector matches a substring, and `team-1` would match `team-10`), with USERS users each holding one of ROLES roles (read VMs of one tag) and a
 // token each. Prints its URL, then `setup {"tokens": [...], "admin": "<cookie>"}`; driven over
-// stdin: `rss` (after a full GC), `cpu`, `run RATE SECONDS` (renames VMs at RATE a second, each
-// name carrying the time of the change).
+// stdin: `rss` (after a full GC), `cpu`, `run RATE SECONDS lab|bus` (renames VMs at RATE a second,
+// each name carrying the time of the change).
 import { createInterface } from 'node:readline'
 import { pino } from 'pino'
 import { createApp } from '../src/app.js'
@@ -53,16 +53,34 @@ for (let first = 0; first < users; first += 16) {
 const admin = (await (await fetch(`${url}/rest/v0/users/me/authentication_tokens`, { method: 'POST', headers: adminAuth })).json()) as { token: { id: string } }
 const gc = (globalThis as { gc?: () => void }).gc
 
+/**
+ * One rename of a VM, its name the time of the change: through the lab (a SQLite transaction
+ * each, then the event bus) or, with `bus`, published on the event bus as the driver publishes a
+ * commit, so that the fan-out is measured apart from the lab's writes.
+ */
+const current = new Map(targets.map((id) => [id, app.driver.getObject(id)]))
+async function rename(id: string, source: 'lab' | 'bus'): Promise<void> {
+  const vm = current.get(id)
+  if (vm === undefined) return
+  const nameLabel = `t${(performance.timeOrigin + performance.now()).toFixed(3)}`
+  if (source === 'lab') {
+    await app.driver.update(vm, { nameLabel })
+    return
+  }
+  const next = Object.freeze({ ...vm, name_label: nameLabel })
+  current.set(id, next)
+  app.bus.publish({ kind: 'update', object: next, previous: vm })
+}
+
 /** Renames VMs in turn at `rate` a second for `seconds`, on a schedule kept against the clock. */
-async function run(rate: number, seconds: number): Promise<void> {
+async function run(rate: number, seconds: number, source: 'lab' | 'bus'): Promise<void> {
   const started = performance.now()
   const total = rate * seconds
   let applied = 0
   while (applied < total) {
     const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate))
     for (; applied < due; applied++) {
-      const vm = app.driver.getObject(targets[applied % targets.length] as string)
-      if (vm !== undefined) await app.driver.update(vm, { nameLabel: `t${(performance.timeOrigin + performance.now()).toFixed(3)}` })
+      await rename(targets[applied % targets.length] as string, source)
       // Lets the event loop deliver between changes, as a lab with real work in flight would.
       if (applied % 10 === 9) await new Promise((resolve) => setImmediate(resolve))
     }
@@ -74,7 +92,7 @@ async function run(rate: number, seconds: number): Promise<void> {
 process.stdout.write(url + '\n')
 process.stdout.write(`setup ${JSON.stringify({ tokens, admin: `authenticationToken=${admin.token.id}` })}\n`)
 createInterface({ input: process.stdin }).on('line', (line) => {
-  const [command, first, second] = line.split(' ')
+  const [command, first, second, third] = line.split(' ')
   if (command === 'rss') {
     gc?.()
     gc?.()
@@ -83,7 +101,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     const usage = process.cpuUsage()
     process.stdout.write(`cpu ${usage.user + usage.system}\n`)
   } else if (command === 'run') {
-    void run(Number(first), Number(second))
+    void run(Number(first), Number(second), third === 'lab' ? 'lab' : 'bus')
   }
 })
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)))

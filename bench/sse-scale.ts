@@ -3,7 +3,8 @@
 // connections that never read, under the bound of all streams together; against a bare node:http
 // server writing frames of the same size to the same groups of sockets, in the same run. The
 // server runs on core 0, the clients in a process of their own on core 1. Sizes from BENCH_SSE_*
-// (below); the lab's data directory is on /dev/shm when there is one (BENCH_SSE_DATA_DIR to
+// (below); changes are published on Keel's event bus as the driver publishes a commit, or made by
+// the lab with BENCH_SSE_SOURCE=lab (a SQLite transaction each, which then sets the pace); the lab's data directory is on /dev/shm when there is one (BENCH_SSE_DATA_DIR to
 // choose); BENCH_SSE_PROFILE=DIR writes the server's CPU profile there. Run alone with
 // `node dist/bench/sse-scale.js`, or `BENCH_ONLY=sse-scale npm run bench`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -28,6 +29,9 @@ export interface SseScaleOptions {
   readonly stalled: number
   /** `maxRamAllocatedForSseClients`, MiB */
   readonly boundMiB: number
+  /** where changes come from: the lab (a SQLite transaction each) or straight onto the event bus */
+  readonly source: 'lab' | 'bus'
+
   readonly pin: boolean
 }
 
@@ -42,6 +46,7 @@ export function sseScaleOptions(pin: boolean): SseScaleOptions {
     seconds: env('SECONDS', 10),
     stalled: env('STALLED', 100),
     boundMiB: env('BOUND', 512),
+    source: process.env['BENCH_SSE_SOURCE'] === 'lab' ? 'lab' : 'bus',
     pin,
   }
 }
@@ -101,7 +106,7 @@ async function measure(server: Child, clients: Child, options: SseScaleOptions, 
   const before = Number(await clients.ask('count', 'count'))
   const cpuBefore = Number(await server.ask('cpu', 'cpu'))
   const started = performance.now()
-  const applied = server.ask(`run ${options.rate} ${options.seconds}`, 'applied')
+  const applied = server.ask(`run ${options.rate} ${options.seconds} ${options.source}`, 'applied')
   let done: number | undefined
   void applied.then(() => (done = performance.now()))
   let delivered = 0
@@ -183,7 +188,7 @@ export async function sseScaleBench(options: SseScaleOptions): Promise<string> {
       `| ${name} | ${run.changesPerSecond.toFixed(0)} | ${run.delivered} / ${run.expected} | ${run.perSecond.toFixed(0)} | ${run.p50.toFixed(1)} | ${run.p99.toFixed(1)} | ${run.cpuPerDelivery.toFixed(2)} |`
     const MiB = 1024 * 1024
     return [
-      `SSE scale: ${connections} event-stream connections of ${users} users (${roles} roles, each reading the VMs of one tag; ${audiences} VM audiences), each subscribed to VM name_label,power_state; ${options.rate} VM changes/s for ${options.seconds} s over ${options.vms} VMs; clients in their own process; pinned: ${pin}`,
+      `SSE scale: ${connections} event-stream connections of ${users} users (${roles} roles, each reading the VMs of one tag; ${audiences} VM audiences), each subscribed to VM name_label,power_state; ${options.rate} VM changes/s for ${options.seconds} s over ${options.vms} VMs, ${options.source === 'lab' ? 'made by the lab' : 'published on the event bus'}; clients in their own process; pinned: ${pin}`,
       '',
       '| run | changes/s made | deliveries / expected | deliveries/s | delay p50 ms | delay p99 ms | server µs CPU / delivery |',
       '|---|---|---|---|---|---|---|',
