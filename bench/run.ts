@@ -7,6 +7,7 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { aclBench } from './acl.js'
 import { eventsBench } from './events.js'
+import { sseScaleBench, sseScaleOptions } from './sse-scale.js'
 import { filterBench } from './filter.js'
 import { serializationBench } from './serialize.js'
 import { formatsBench } from './formats.js'
@@ -25,9 +26,9 @@ const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
 /** Runs per side and route, interleaved (an even number puts each side first equally often); the best of each side is kept. */
 const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 6)
 const pin = spawnSync('taskset', ['-c', '0,1', 'true']).status === 0
-/** `BENCH_ONLY=http,acl,...,xapi,console`: the sections to run (all when unset). */
+/** `BENCH_ONLY=http,acl,...,sse-scale,...,xapi,console`: the sections to run (all when unset). */
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
-const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'instructions' | 'xapi' | 'console'): boolean =>
+const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'sse-scale' | 'instructions' | 'xapi' | 'console'): boolean =>
   only === undefined || only.includes(section)
 
 /** The server gets core 0 and the load generator the rest, as in the notes' pinned series. */
@@ -134,6 +135,8 @@ async function main(): Promise<void> {
     // Its own Keel too; sizes from BENCH_BACKUP_* (bench/backups.ts).
     if (runs('backups')) process.stdout.write('\n' + (await backupsBench(backupsBenchOptions(pin))))
     if (runs('events')) process.stdout.write('\n' + (await eventsBench({ connections: 1000, changes: 10000, vms: 1000, pin })))
+    // Its own Keel, clients and baseline; sizes from BENCH_SSE_* (bench/sse-scale.ts).
+    if (runs('sse-scale')) process.stdout.write('\n' + (await sseScaleBench(sseScaleOptions(pin))))
     // Its own Keel and baseline, under valgrind; sizes from BENCH_INSTRUCTIONS_* (bench/instructions.ts).
     if (runs('instructions')) process.stdout.write('\n' + (await instructionsBench(instructionsOptions())))
     // Its own Keel, then the simulator on the lab Keel made; size from BENCH_XAPI_VMS (bench/xapi.ts).

@@ -247,6 +247,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     log,
     authenticator,
     scopeOf: (userId) => acl.scopeOf(userId),
+    accessVersion: () => acl.version,
     metrics,
   })
   const hostFacts = driver.hostFacts ?? new LabHostFacts(driver)

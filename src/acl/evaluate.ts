@@ -63,6 +63,11 @@ export class PrivilegeSet {
     }
   }
 
+  /** The privileges on one resource, as granted. */
+  rulesOn(resource: string): readonly Rule[] {
+    return this.#byResource.get(resource) ?? []
+  }
+
   /** Whether the action is allowed on the object (or, without one, on the resource as a whole). */
   allows(resource: string, action: string, object?: unknown): boolean {
     let allowed = false

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto'
 import { isAdmin, type Principal } from '../auth/principal.js'
 import { notEnoughPrivileges } from '../acl/check.js'
 import { noSuchObject } from '../errors.js'
-import type { FeedEvent, Formatter, Sink } from '../events/feeds.js'
-import { judgedFormat, streamVisibility } from './live-access.js'
+import type { FeedEvent, Membership, Sink } from '../events/feeds.js'
+import { judgedFormat, streamAccess } from './live-access.js'
 import { sseFrame, subscriptionFormat } from '../events/sse-format.js'
 import type { Outbox } from '../http/outbox.js'
 import { openLiveResponse, type LiveContext, type LiveDeps } from './live.js'
@@ -16,8 +16,8 @@ interface Connection {
   readonly outbox: Outbox
   readonly sink: Sink
   readonly subscriptions: Map<string, () => void>
-  /** the event number the client last saw before reconnecting, until each collection has replayed from it */
-  readonly resumeFrom: number | undefined
+  /** the event number the client last saw before reconnecting, until each collection has replayed from it or one could not */
+  resumeFrom: number | undefined
   readonly replayed: Set<string>
 }
 
@@ -50,7 +50,7 @@ export class EventStreams {
     let resumeFrom: number | undefined
     if (lastEventId !== undefined) {
       const after = /^\d{1,16}$/.test(lastEventId) ? Number(lastEventId) : NaN
-      if (this.#deps.feeds.holds(after)) resumeFrom = after
+      if (this.#deps.feeds.resumable(after)) resumeFrom = after
       else outbox.push(this.#resync())
     }
     // Access control will judge each event against the connection's user here.
@@ -75,15 +75,21 @@ export class EventStreams {
     }
     connection.subscriptions.get(collection)?.()
     const paths = fields?.map((field) => field.split('.'))
-    const visible = streamVisibility(principal, resource, this.#deps.scopeOf)
-    const makeFormat = (): Formatter => judgedFormat(subscriptionFormat(collection, paths, this.#deps.recordBytes), visible)
-    // Frames are shared by subscribers of the same field set, and, past access control, of the same user.
-    const key = JSON.stringify([fields ?? '*', visible === undefined ? null : principal.id])
+    // Frames are shared by subscribers of the same field set who may see the same.
+    const membership: Membership = {
+      shape: JSON.stringify(fields ?? '*'),
+      access: streamAccess(principal, resource, this.#deps),
+      format: (visibility) => judgedFormat(subscriptionFormat(collection, paths, this.#deps.recordBytes), visibility?.visible),
+    }
     if (connection.resumeFrom !== undefined && !connection.replayed.has(collection)) {
       connection.replayed.add(collection)
-      if (!this.#deps.feeds.replay(collection, connection.resumeFrom, makeFormat(), connection.sink)) connection.outbox.push(this.#resync())
+      // One resync tells the client to list everything again: later subscriptions need no replay.
+      if (!this.#deps.feeds.replay(collection, connection.resumeFrom, membership, connection.sink)) {
+        connection.outbox.push(this.#resync())
+        connection.resumeFrom = undefined
+      }
     }
-    connection.subscriptions.set(collection, this.#deps.feeds.attach(collection, key, makeFormat, connection.sink))
+    connection.subscriptions.set(collection, this.#deps.feeds.attach(collection, membership, connection.sink))
   }
 
   unsubscribe(connectionId: string, principal: Principal, collection: string): void {

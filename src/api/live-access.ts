@@ -1,21 +1,21 @@
 import type { PrivilegeSet } from '../acl/evaluate.js'
 import { isAdmin, type Principal } from '../auth/principal.js'
-import type { XoRecord } from '../driver/types.js'
+import type { Visibilities, Visibility } from '../acl/visibility.js'
 import type { Formatter } from '../events/feeds.js'
 
 /**
- * What a long-lived stream may show its user of one collection, judged at
- * each event against the user's privileges as they are then: a role, group
- * or tag change takes effect on the next event of an open stream.
- * Undefined for administrators and for collections without a resource.
+ * What a long-lived stream may show its user of one collection, asked again
+ * whenever access control changes: a role, group or tag change takes effect
+ * on the next event of an open stream. Undefined for administrators and for
+ * collections without a resource.
  */
-export function streamVisibility(
+export function streamAccess(
   principal: Principal,
   resource: string | undefined,
-  scopeOf: (userId: string) => PrivilegeSet,
-): ((record: XoRecord) => boolean) | undefined {
-  if (isAdmin(principal) || resource === undefined) return undefined
-  return (record) => scopeOf(principal.id).predicate(resource, 'read')(record)
+  deps: { readonly scopeOf: (userId: string) => PrivilegeSet; readonly visibilities: Visibilities },
+): () => Visibility | undefined {
+  if (isAdmin(principal) || resource === undefined) return () => undefined
+  return () => deps.visibilities.of(deps.scopeOf(principal.id), resource)
 }
 
 /**
@@ -23,7 +23,7 @@ export function streamVisibility(
  * user may read arrives as added (whatever the change), one leaving it as
  * removed, and the rest not at all.
  */
-export function judgedFormat(format: Formatter, visible: ((record: XoRecord) => boolean) | undefined): Formatter {
+export function judgedFormat(format: Formatter, visible: ((record: object) => boolean) | undefined): Formatter {
   if (visible === undefined) return format
   return (event) => {
     const now = event.after !== undefined && visible(event.after)

@@ -1,13 +1,15 @@
-import type { IncomingMessage } from 'node:http'
 import type { Authenticator } from '../auth/authenticate.js'
 import type { Principal } from '../auth/principal.js'
 import type { XoRecord } from '../driver/types.js'
 import type { Feeds } from '../events/feeds.js'
 import type { LiveStreams } from '../http/live-streams.js'
 import { Flusher, Outbox } from '../http/outbox.js'
+import type { StreamBudget } from '../http/stream-budget.js'
+import type { Counter } from 'prom-client'
 import type { RouteContext } from '../http/route.js'
 import type { Metrics } from '../http/metrics.js'
 import type { PrivilegeSet } from '../acl/evaluate.js'
+import type { Visibilities } from '../acl/visibility.js'
 
 /** What watch and event-stream routes share. */
 export interface LiveDeps {
@@ -16,26 +18,18 @@ export interface LiveDeps {
   readonly flusher: Flusher
   /** undelivered bytes allowed per connection (`maxRamAllocatedPerSseClient`) */
   readonly maxBytes: number
+  /** undelivered bytes allowed to all connections together (`maxRamAllocatedForSseClients`) */
+  readonly budget: StreamBudget
+  /** connections cut for holding too much, by reason */
+  readonly cuts: Counter<'reason'>
   readonly recordBytes: (record: XoRecord) => Buffer
   readonly authenticator: Authenticator
   /** a non-administrator's privileges as they are now */
   readonly scopeOf: (userId: string) => PrivilegeSet
+  readonly visibilities: Visibilities
   /** the access-control resource of each record type (collection) */
   readonly resourceOf: (type: string) => string | undefined
   readonly metrics: Metrics
-}
-
-/** Whether the credentials of `req` still authenticate the same user with the same rights. */
-function stillAllowed(authenticator: Authenticator, req: IncomingMessage, principal: Principal): () => Promise<boolean> {
-  const credentials = { cookie: req.headers.cookie, authorization: req.headers.authorization }
-  return async () => {
-    try {
-      const now = await authenticator.authenticate(credentials)
-      return now !== undefined && now.id === principal.id && now.permission === principal.permission
-    } catch {
-      return false
-    }
-  }
 }
 
 export interface LiveResponse {
@@ -64,8 +58,12 @@ export function openLiveResponse(deps: LiveDeps, ctx: LiveContext, contentType: 
   const outbox = new Outbox(res, {
     limit: deps.maxBytes,
     flusher: deps.flusher,
-    onOverflow: (undelivered) =>
-      log.error({ ...fullLabel, undelivered, limit: deps.maxBytes }, 'too much undelivered data for a stream connection: closing it'),
+    budget: deps.budget,
+    onCut: (reason, undelivered, total) => {
+      deps.cuts.inc({ reason })
+      if (reason === 'connection') log.error({ ...fullLabel, undelivered, limit: deps.maxBytes }, 'too much undelivered data for a stream connection: closing it')
+      else log.error({ ...fullLabel, undelivered, total, limit: deps.budget.limit }, 'too much undelivered data for all stream connections: closing the one with the most')
+    },
   })
   const kind = label['watch'] === undefined ? 'events' : 'watch'
   deps.metrics.openStreams.inc({ kind })
@@ -78,7 +76,7 @@ export function openLiveResponse(deps: LiveDeps, ctx: LiveContext, contentType: 
   ]
   const unregister = deps.streams.add({
     label: fullLabel,
-    stillAllowed: stillAllowed(deps.authenticator, req, principal),
+    credential: deps.authenticator.credentialOf({ cookie: req.headers.cookie, authorization: req.headers.authorization }, principal),
     end: () => {
       outbox.end()
       // The client is told by the end of the body; the connection is not kept for another request.

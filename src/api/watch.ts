@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { badQuery } from '../errors.js'
-import type { FeedEvent } from '../events/feeds.js'
+import type { FeedEvent, Membership } from '../events/feeds.js'
 import { watchFormat, watchLine } from '../events/watch-format.js'
 import { compileFilter } from '../filter/index.js'
 import { NDJSON_TYPE } from '../http/reply.js'
@@ -8,7 +8,7 @@ import { openLiveResponse, type LiveContext, type LiveDeps } from './live.js'
 import { parseFields } from './projection.js'
 import type { CollectionSource } from './sources.js'
 import type { XoRecord } from '../driver/types.js'
-import { streamVisibility } from './live-access.js'
+import { streamAccess } from './live-access.js'
 
 /** The listing parameters of watch mode. */
 export const WatchQuery = {
@@ -40,29 +40,32 @@ export function watchCollection(deps: LiveDeps, hrefOf: (collection: string, id:
   return (source, query, ctx) => {
     if (query.ndjson !== true) throw badQuery('watch', 'watch=true requires ndjson=true')
     const matching = query.filter === undefined ? undefined : compileFilter(query.filter)
-    const { principal } = ctx
-    const visible = streamVisibility(principal, source.resource, deps.scopeOf)
-    // Objects the user may not read never show; one that stops being readable leaves, as it does a filter.
-    const predicate =
-      visible === undefined ? matching : matching === undefined ? visible : (record: XoRecord) => matching(record) && visible(record)
     const fields = query.fields
     const numbered = query.since !== undefined
-    // Lines are shared by watchers of the same query, and, past access control, of the same user.
-    const key = JSON.stringify([fields ?? null, query.filter ?? null, numbered, visible === undefined ? null : principal.id])
-    const makeFormat = () =>
-      watchFormat({
-        fields,
-        paths: fields === undefined || fields === '*' ? undefined : parseFields(fields),
-        predicate,
-        numbered,
-        hrefOf: (id) => hrefOf(source.name, id),
-        withHref: (record, href) => withHref(deps.recordBytes(record), href),
-      })
+    // Lines are shared by watchers of the same query who may see the same.
+    const membership: Membership = {
+      shape: JSON.stringify([fields ?? null, query.filter ?? null, numbered]),
+      access: streamAccess(ctx.principal, source.resource, deps),
+      format: (visibility) => {
+        const visible = visibility?.visible
+        // Objects the user may not read never show; one that stops being readable leaves, as it does a filter.
+        const predicate =
+          visible === undefined ? matching : matching === undefined ? visible : (record: XoRecord) => matching(record) && visible(record)
+        return watchFormat({
+          fields,
+          paths: fields === undefined || fields === '*' ? undefined : parseFields(fields),
+          predicate,
+          numbered,
+          hrefOf: (id) => hrefOf(source.name, id),
+          withHref: (record, href) => withHref(deps.recordBytes(record), href),
+        })
+      },
+    }
     const { outbox, onClose } = openLiveResponse(deps, ctx, NDJSON_TYPE, { watch: source.name })
     const sink = { push: (frame: Buffer, _event: FeedEvent) => outbox.push(frame) }
-    if (query.since !== undefined && query.since !== 'now' && !deps.feeds.replay(source.type, Number(query.since), makeFormat(), sink)) {
+    if (query.since !== undefined && query.since !== 'now' && !deps.feeds.replay(source.type, Number(query.since), membership, sink)) {
       outbox.push(watchLine('resync', 'null', deps.feeds.position))
     }
-    onClose(deps.feeds.attach(source.type, key, makeFormat, sink))
+    onClose(deps.feeds.attach(source.type, membership, sink))
   }
 }

@@ -4,6 +4,7 @@ import { parseCookie } from 'cookie'
 import { LRUCache } from 'lru-cache'
 import { KeelError } from '../errors.js'
 import { KeyedLock } from '../keyed-lock.js'
+import type { StreamCredential } from '../http/live-streams.js'
 import type { Principal } from './principal.js'
 import type { Directory, UserRecord } from './users.js'
 import type { ResolvedToken, TokenStore } from './tokens.js'
@@ -55,6 +56,36 @@ function sameText(kept: HeaderCodes, text: string | undefined): boolean {
   return difference === 0
 }
 
+type CredentialForm = { readonly kind: 'token'; readonly secret: string } | { readonly kind: 'password'; readonly email: string; readonly password: string }
+
+/** The one credential form of a request, undefined when it has none. */
+function formOf(credentials: Credentials): CredentialForm | undefined {
+  const cookies = credentials.cookie === undefined ? undefined : parseCookie(credentials.cookie)
+  const cookieToken = cookies?.['authenticationToken'] ?? cookies?.['token']
+  const { authorization } = credentials
+  if (cookieToken !== undefined && authorization !== undefined) {
+    throw new KeelError(
+      'AMBIGUOUS_CREDENTIALS',
+      'Having multiple authentication methods is not supported, please choose one',
+    )
+  }
+  if (cookieToken !== undefined) return { kind: 'token', secret: cookieToken }
+  if (authorization === undefined) return undefined
+
+  const space = authorization.indexOf(' ')
+  const scheme = space === -1 ? authorization : authorization.slice(0, space)
+  const value = space === -1 ? '' : authorization.slice(space + 1).trim()
+  if (value === '') throw new KeelError('MALFORMED_AUTHORIZATION', 'Malformed Authorization header')
+  if (scheme.toLowerCase() === 'bearer') return { kind: 'token', secret: value }
+  if (scheme.toLowerCase() !== 'basic') {
+    throw new KeelError('MALFORMED_AUTHORIZATION', `unsupported authorization scheme ${scheme}`)
+  }
+  const decoded = Buffer.from(value, 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  if (colon === -1) throw new KeelError('MALFORMED_AUTHORIZATION', 'Malformed Authorization header')
+  return { kind: 'password', email: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
+}
+
 interface VerifiedLogin {
   readonly userId: string
   readonly passwordHash: string
@@ -104,30 +135,40 @@ export class Authenticator {
     ) {
       return last.principal
     }
-    const cookies = credentials.cookie === undefined ? undefined : parseCookie(credentials.cookie)
-    const cookieToken = cookies?.['authenticationToken'] ?? cookies?.['token']
-    const { authorization } = credentials
-    if (cookieToken !== undefined && authorization !== undefined) {
-      throw new KeelError(
-        'AMBIGUOUS_CREDENTIALS',
-        'Having multiple authentication methods is not supported, please choose one',
-      )
-    }
-    if (cookieToken !== undefined) return this.#byToken(cookieToken, credentials)
-    if (authorization === undefined) return undefined
+    const form = formOf(credentials)
+    if (form === undefined) return undefined
+    return form.kind === 'token' ? this.#byToken(form.secret, credentials) : this.#byPassword(form.email, form.password)
+  }
 
-    const space = authorization.indexOf(' ')
-    const scheme = space === -1 ? authorization : authorization.slice(0, space)
-    const value = space === -1 ? '' : authorization.slice(space + 1).trim()
-    if (value === '') throw new KeelError('MALFORMED_AUTHORIZATION', 'Malformed Authorization header')
-    if (scheme.toLowerCase() === 'bearer') return this.#byToken(value, credentials)
-    if (scheme.toLowerCase() !== 'basic') {
-      throw new KeelError('MALFORMED_AUTHORIZATION', `unsupported authorization scheme ${scheme}`)
+  /**
+   * How to tell later, without hashing a password again, whether the
+   * credentials a stream was opened with still authenticate its caller with
+   * the same rights: a token while it is valid, a password while the stored
+   * hash is the one it was checked against. Call it once the request is
+   * authenticated as `principal`.
+   */
+  credentialOf(credentials: Credentials, principal: Principal): StreamCredential {
+    const form = formOf(credentials)
+    const sameUser = (user: UserRecord | undefined): boolean => user !== undefined && user.id === principal.id && user.permission === principal.permission
+    if (form?.kind === 'token') {
+      const expiresAt = this.#tokens.resolve(form.secret)?.expiration
+      const valid = (): boolean => {
+        const token = this.#tokens.resolve(form.secret)
+        return token !== undefined && sameUser(this.#directory.user(token.userId))
+      }
+      return { userId: principal.id, expiresAt, valid }
     }
-    const decoded = Buffer.from(value, 'base64').toString('utf8')
-    const colon = decoded.indexOf(':')
-    if (colon === -1) throw new KeelError('MALFORMED_AUTHORIZATION', 'Malformed Authorization header')
-    return this.#byPassword(decoded.slice(0, colon), decoded.slice(colon + 1))
+    const stored = form === undefined ? undefined : this.#directory.credentialsOf(form.email)
+    const valid = (): boolean => {
+      const now = form === undefined ? undefined : this.#directory.credentialsOf(form.email)
+      return stored !== undefined && now !== undefined && now.passwordHash === stored.passwordHash && sameUser(now.user)
+    }
+    return { userId: principal.id, expiresAt: undefined, valid }
+  }
+
+  /** Calls `listener` with the user whose tokens or password changed (undefined: possibly anyone's). */
+  onCredentialsChange(listener: (userId: string | undefined) => void): () => void {
+    return this.#tokens.onEnd(listener)
   }
 
   /** A sign-in form's email and password, checked as Basic ones are: the same per-account delay on failure. */

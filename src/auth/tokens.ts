@@ -58,6 +58,7 @@ export class TokenStore {
   // token's expiration, until the token is revoked, pruned, or ended with its user's password.
   readonly #resolved = new LRUCache<string, ResolvedToken>({ max: 10_000 })
   #epoch = 0
+  readonly #endListeners = new Set<(userId: string | undefined) => void>()
 
   constructor(db: Db, clientKey: Buffer, clock: () => number) {
     this.#db = db
@@ -76,7 +77,7 @@ export class TokenStore {
           .prepare('SELECT * FROM tokens WHERE user_id = ? AND client_id = ?')
           .get(input.userId, input.clientId) as TokenRow | undefined
         // Its expiration changes either way: what was remembered of it no longer holds.
-        if (existing !== undefined) this.#forget(existing.secret_hash)
+        if (existing !== undefined) this.#forget(existing.secret_hash, input.userId)
         if (existing !== undefined && existing.expiration > now) {
           this.#db
             .prepare('UPDATE tokens SET expiration = ?, description = COALESCE(?, description) WHERE secret_hash = ?')
@@ -133,22 +134,34 @@ export class TokenStore {
       this.#resolved.set(hash, known)
     }
     if (known.expiration <= this.#clock()) {
-      this.#forget(hash)
       this.#deleteByHash.run(hash)
+      this.#forget(hash, known.userId)
       return undefined
     }
     return known
+  }
+
+  /** Calls `listener` whenever a token may have ended, with its user (undefined: possibly anyone's); returns its removal. */
+  onEnd(listener: (userId: string | undefined) => void): () => void {
+    this.#endListeners.add(listener)
+    return () => this.#endListeners.delete(listener)
   }
 
   /** Forgets what was remembered of a user's tokens, after they were ended elsewhere (a password change). */
   forgetUser(userId: string): void {
     this.#epoch++
     for (const [hash, known] of this.#resolved.entries()) if (known.userId === userId) this.#resolved.delete(hash)
+    this.#ended(userId)
   }
 
-  #forget(hash: string): void {
+  #forget(hash: string, userId: string): void {
     this.#epoch++
     this.#resolved.delete(hash)
+    this.#ended(userId)
+  }
+
+  #ended(userId: string | undefined): void {
+    for (const listener of this.#endListeners) listener(userId)
   }
 
   list(userId: string): ListedToken[] {
@@ -164,7 +177,7 @@ export class TokenStore {
       | undefined
     if (row === undefined) throw noSuchObject(identifier, 'authentication token')
     this.#deleteByHash.run(row.secret_hash)
-    this.#forget(row.secret_hash)
+    this.#forget(row.secret_hash, userId)
   }
 
   /** Revokes the token of this secret, if there is one (signing out). */
@@ -177,7 +190,9 @@ export class TokenStore {
   pruneExpired(): number {
     this.#epoch++
     this.#resolved.clear()
-    return this.#db.prepare('DELETE FROM tokens WHERE expiration <= ?').run(this.#clock()).changes
+    const pruned = this.#db.prepare('DELETE FROM tokens WHERE expiration <= ?').run(this.#clock()).changes
+    this.#ended(undefined)
+    return pruned
   }
 
   #clientSecret(identifier: string): string {

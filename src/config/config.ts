@@ -118,8 +118,10 @@ const sections = {
     field: 'restApi',
     keys: {
       maxRamAllocatedPerSseClient: { read: positiveNumberReader, default: 20 },
+      maxRamAllocatedForSseClients: { read: positiveNumberReader, default: 512 },
       ssePingInterval: { read: durationReader, default: 30_000 },
       eventResumeWindow: { read: durationReader, default: 5 * 60_000 },
+      eventResumeMinimum: { read: durationReader, default: 60_000 },
       eventLogMaxEvents: { read: integerReader(0, 10_000_000), default: 100_000 },
       maxRamAllocatedToEventLog: { read: positiveNumberReader, default: 64 },
       streamCredentialCheckInterval: { read: durationReader, default: 10_000 },

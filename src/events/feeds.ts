@@ -1,4 +1,6 @@
 import type { ChangeKind, XoRecord } from '../driver/types.js'
+import type { Visibility } from '../acl/visibility.js'
+import { AudienceIndex } from './audience-index.js'
 import type { EventLog, LoggedChange } from './log.js'
 
 /** A change as one collection sees it: records are that collection's views, absent outside it. */
@@ -35,29 +37,86 @@ export function toFeedEvent(logged: LoggedChange, viewOf: ViewOf): FeedEvent | u
   return { seq: logged.seq, kind: seen, before, after }
 }
 
+/**
+ * How a connection joins a collection's feed: the shape of what it receives
+ * (fields, filter) and, apart, what its user may see, which is asked again
+ * whenever access control changes.
+ */
+export interface Membership {
+  /** the frames' shape apart from access control (fields, filter); equal shapes share frames */
+  readonly shape: string
+  /** what the user may see as their privileges are now; undefined for everything */
+  access(): Visibility | undefined
+  format(visibility: Visibility | undefined): Formatter
+}
+
 interface Audience {
+  readonly key: string
+  readonly visibility: Visibility | undefined
   readonly format: Formatter
   readonly sinks: Set<Sink>
 }
 
+interface Member {
+  readonly membership: Membership
+  audience: Audience
+}
+
 /**
  * The one listener of a collection: turns each logged change into that
- * collection's event once, formats it once per audience (a field set, a
- * filter) and hands the same bytes to every connection of the audience.
+ * collection's event once, formats it once per audience (a shape and a
+ * visibility, shared by every user with the same privileges) and hands the
+ * same bytes to every connection of the audience. Audiences whose
+ * privileges cannot concern a change's records are not asked about it.
  */
 class CollectionFeed {
   readonly audiences = new Map<string, Audience>()
+  readonly members = new Map<Sink, Member>()
+  readonly #index = new AudienceIndex<Audience>()
   readonly #viewOf: ViewOf
 
   constructor(viewOf: ViewOf) {
     this.#viewOf = viewOf
   }
 
+  join(membership: Membership, sink: Sink): void {
+    const visibility = membership.access()
+    const key = `${membership.shape}\0${visibility?.key ?? '*'}`
+    let audience = this.audiences.get(key)
+    if (audience === undefined) {
+      audience = { key, visibility, format: membership.format(visibility), sinks: new Set() }
+      this.audiences.set(key, audience)
+      this.#index.add(audience, visibility?.terms)
+    }
+    audience.sinks.add(sink)
+    this.members.set(sink, { membership, audience })
+  }
+
+  leave(sink: Sink): void {
+    const member = this.members.get(sink)
+    if (member === undefined) return
+    this.members.delete(sink)
+    const { audience } = member
+    audience.sinks.delete(sink)
+    if (audience.sinks.size > 0) return
+    this.audiences.delete(audience.key)
+    this.#index.delete(audience, audience.visibility?.terms)
+  }
+
+  /** Moves each member whose user's privileges changed to the audience of their new ones. */
+  regroup(): void {
+    for (const [sink, member] of [...this.members]) {
+      if (member.membership.access() === member.audience.visibility) continue
+      this.leave(sink)
+      this.join(member.membership, sink)
+    }
+  }
+
   deliver(entries: readonly LoggedChange[]): void {
     for (const entry of entries) {
       const event = toFeedEvent(entry, this.#viewOf)
       if (event === undefined) continue
-      for (const audience of this.audiences.values()) {
+      for (const audience of this.#index.candidates([event.before, event.after])) {
         const frame = audience.format(event)
         if (frame === undefined) continue
         for (const sink of audience.sinks) sink.push(frame, event)
@@ -71,11 +130,21 @@ export class Feeds {
   readonly #log: EventLog
   readonly #views: ReadonlyMap<string, ViewOf>
   readonly #feeds = new Map<string, CollectionFeed>()
+  readonly #accessVersion: () => number
+  #seenAccess: number
   #stopReading: (() => void) | undefined
 
-  constructor(log: EventLog, views: ReadonlyMap<string, ViewOf>) {
+  /** @param accessVersion moves whenever what any user may see can have changed */
+  constructor(log: EventLog, views: ReadonlyMap<string, ViewOf>, accessVersion: () => number) {
     this.#log = log
     this.#views = views
+    this.#accessVersion = accessVersion
+    this.#seenAccess = accessVersion()
+  }
+
+  /** the number of audiences of each collection with a connection */
+  audiences(): Map<string, number> {
+    return new Map([...this.#feeds].map(([collection, feed]) => [collection, feed.audiences.size]))
   }
 
   /** the event number live delivery continues after */
@@ -83,24 +152,14 @@ export class Feeds {
     return this.#log.announced
   }
 
-  /**
-   * Adds a sink to a collection's audience `key`, formatting with `makeFormat()`
-   * when that audience is new. Events after `position` reach it; returns its removal.
-   */
-  attach(collection: string, key: string, makeFormat: () => Formatter, sink: Sink): () => void {
+  /** Adds a sink to the collection's feed, in its audience; events after `position` reach it. Returns its removal. */
+  attach(collection: string, membership: Membership, sink: Sink): () => void {
     const feed = this.#feed(collection)
-    let audience = feed.audiences.get(key)
-    if (audience === undefined) {
-      audience = { format: makeFormat(), sinks: new Set() }
-      feed.audiences.set(key, audience)
-    }
-    audience.sinks.add(sink)
-    const joined = audience
+    feed.join(membership, sink)
     return () => {
-      joined.sinks.delete(sink)
-      if (joined.sinks.size > 0 || feed.audiences.get(key) !== joined) return
-      feed.audiences.delete(key)
-      if (feed.audiences.size === 0) this.#feeds.delete(collection)
+      feed.leave(sink)
+      if (feed.members.size > 0 || this.#feeds.get(collection) !== feed) return
+      this.#feeds.delete(collection)
       if (this.#feeds.size === 0) {
         this.#stopReading?.()
         this.#stopReading = undefined
@@ -108,18 +167,24 @@ export class Feeds {
     }
   }
 
-  /** whether the log still holds every event after `after` */
-  holds(after: number): boolean {
-    return this.#log.since(after) !== undefined
+  /** whether a client may resume from `after`, collection by collection (a number this process gave) */
+  resumable(after: number): boolean {
+    return this.#log.issued(after)
+  }
+
+  /** how far back (ms) a client of each collection can resume */
+  windows(): Map<string, number> {
+    return this.#log.windows(this.#views.keys())
   }
 
   /**
    * Pushes the collection's events after `after` up to `position` to the sink,
    * in order; false when the log no longer holds them all.
    */
-  replay(collection: string, after: number, format: Formatter, sink: Sink): boolean {
-    const entries = this.#log.since(after)
+  replay(collection: string, after: number, membership: Membership, sink: Sink): boolean {
+    const entries = this.#log.since(after, collection)
     if (entries === undefined) return false
+    const format = membership.format(membership.access())
     const viewOf = this.#viewOf(collection)
     for (const entry of entries) {
       const event = toFeedEvent(entry, viewOf)
@@ -142,6 +207,12 @@ export class Feeds {
       this.#feeds.set(collection, feed)
     }
     this.#stopReading ??= this.#log.read((entries) => {
+      // Changed privileges apply from the next batch on, which holds the change that made them.
+      const access = this.#accessVersion()
+      if (access !== this.#seenAccess) {
+        this.#seenAccess = access
+        for (const each of this.#feeds.values()) each.regroup()
+      }
       for (const each of this.#feeds.values()) each.deliver(entries)
     })
     return feed

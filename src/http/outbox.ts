@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import type { Budgeted, StreamBudget } from './stream-budget.js'
 
 /**
  * Flushes every outbox that has something to send, on one timer. Writing each
@@ -38,41 +39,62 @@ export class Flusher {
   }
 }
 
+/** Why a connection was cut: its own backlog past its bound, or the largest while all of them passed theirs. */
+export type CutReason = 'connection' | 'total'
+
+export interface OutboxOptions {
+  /** undelivered bytes allowed to this connection */
+  readonly limit: number
+  readonly flusher: Flusher
+  /** the bound of all connections together */
+  readonly budget: StreamBudget
+  /** told once, before the response is destroyed */
+  readonly onCut: (reason: CutReason, undelivered: number, total: number) => void
+}
+
 /**
  * What a long-lived response has yet to deliver. Bytes still queued here or in
- * the socket count against `limit`; past it, `onOverflow` runs and the
- * response is destroyed, so one client that stops reading costs at most that
- * much memory and no other client notices.
+ * the socket count against `limit` and against the shared budget; past
+ * either, the response is destroyed, so one client that stops reading costs
+ * at most that much memory, all of them at most the budget, and no other
+ * client notices.
  */
-export class Outbox {
+export class Outbox implements Budgeted {
   readonly #res: ServerResponse
-  readonly #limit: number
-  readonly #flusher: Flusher
-  readonly #onOverflow: (undelivered: number) => void
+  readonly #options: OutboxOptions
   #pending: Buffer[] = []
   #pendingBytes = 0
   #closed = false
+  #draining = false
 
-  constructor(res: ServerResponse, options: { limit: number; flusher: Flusher; onOverflow: (undelivered: number) => void }) {
+  constructor(res: ServerResponse, options: OutboxOptions) {
     this.#res = res
-    this.#limit = options.limit
-    this.#flusher = options.flusher
-    this.#onOverflow = options.onOverflow
+    this.#options = options
     res.once('close', () => this.close())
+  }
+
+  undelivered(): number {
+    return this.#closed ? 0 : this.#pendingBytes + this.#res.writableLength
   }
 
   push(frame: Buffer): void {
     if (this.#closed) return
     this.#pending.push(frame)
     this.#pendingBytes += frame.length
-    const undelivered = this.#pendingBytes + this.#res.writableLength
-    if (undelivered > this.#limit) {
-      this.close()
-      this.#onOverflow(undelivered)
-      this.#res.destroy()
+    const undelivered = this.undelivered()
+    if (undelivered > this.#options.limit) {
+      this.cut(undelivered, this.#options.budget.total, 'connection')
       return
     }
-    this.#flusher.mark(this)
+    this.#options.flusher.mark(this)
+    this.#options.budget.report(this, undelivered)
+  }
+
+  cut(undelivered: number, total: number, reason: CutReason = 'total'): void {
+    if (this.#closed) return
+    this.close()
+    this.#options.onCut(reason, undelivered, total)
+    this.#res.destroy()
   }
 
   flush(): void {
@@ -81,7 +103,15 @@ export class Outbox {
     const size = this.#pendingBytes
     this.#pending = []
     this.#pendingBytes = 0
-    this.#res.write(pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending, size))
+    const taken = this.#res.write(pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending, size))
+    if (!taken && !this.#draining) {
+      this.#draining = true
+      this.#res.once('drain', () => {
+        this.#draining = false
+        if (!this.#closed) this.#options.budget.report(this, this.undelivered())
+      })
+    }
+    this.#options.budget.report(this, this.undelivered())
   }
 
   /** Sends what is queued, then ends the response. */
@@ -97,6 +127,7 @@ export class Outbox {
     this.#closed = true
     this.#pending = []
     this.#pendingBytes = 0
-    this.#flusher.forget(this)
+    this.#options.flusher.forget(this)
+    this.#options.budget.forget(this)
   }
 }

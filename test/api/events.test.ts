@@ -148,8 +148,9 @@ t.test('resume with Last-Event-ID', async (t) => {
     server.clock.advance(120_000)
     const late = await open(server, { ...admin, 'last-event-id': lastId })
     t.teardown(() => late.stream.close())
-    await late.stream.until((text) => complete(text).includes('event: resync'))
+    // Each collection resumes on its own: whether VM's events are still held shows on subscribing.
     await subscribe(server, late.id, { collection: 'VM', fields: ['name_label'] })
+    await late.stream.until((text) => complete(text).includes('event: resync'))
     await rename(server, demo.haltedVm, 'after-resync')
     await late.stream.until((text) => complete(text).includes('after-resync'))
     const events = sseEvents(late.stream.text())

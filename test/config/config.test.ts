@@ -18,8 +18,10 @@ t.test('defaults', async (t) => {
   t.same(config.http, { host: '127.0.0.1', port: 8080, maxJsonBodySize: 1024 * 1024, idleTimeout: 5 * 60_000, streamPause: 5 })
   t.same(config.restApi, {
     maxRamAllocatedPerSseClient: 20,
+    maxRamAllocatedForSseClients: 512,
     ssePingInterval: 30_000,
     eventResumeWindow: 300_000,
+    eventResumeMinimum: 60_000,
     eventLogMaxEvents: 100_000,
     maxRamAllocatedToEventLog: 64,
     streamCredentialCheckInterval: 10_000,

@@ -9,15 +9,17 @@ import { subscriptionFormat } from '../../src/events/sse-format.js'
 const vm = (id: string, fields: Record<string, unknown> = {}): XoRecord => ({ id, type: 'VM', ...fields })
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
-function makeLog(options: { maxEvents?: number; maxBytes?: number; window?: number } = {}) {
+function makeLog(options: { maxEvents?: number; maxBytes?: number; window?: number; minAge?: number } = {}) {
   const bus = new EventBus()
   let now = 0
   const log = new EventLog(bus, {
     maxEvents: options.maxEvents ?? 1000,
     maxBytes: options.maxBytes ?? 1 << 20,
     window: options.window ?? 60_000,
+    minAge: options.minAge ?? 0,
     clock: () => now,
     sizeOf: () => 100,
+    collectionsOf: (change) => [change.object.type],
     onReaderError: () => {},
   })
   return { bus, log, advance: (ms: number) => (now += ms) }
@@ -108,4 +110,54 @@ t.test('subscription frames: $subscription first, suppression only with fields',
     subscriptionFormat('VM', undefined, bytesOf)(event)?.toString(),
     'id: 7\nevent: update\ndata: {"$subscription":"VM","id":"x","type":"VM","a":1,"b":2}\n\n',
   )
+})
+
+t.test('a record’s successive updates are kept as its latest, against the record as a resuming client had it', async (t) => {
+  const { bus, log } = makeLog({ maxEvents: 3 })
+  t.teardown(() => log.close())
+  const live: Array<unknown> = []
+  log.read((entries) => live.push(...entries.map((entry) => entry.change.previous?.['n'])))
+  bus.publish({ kind: 'add', object: vm('other') })
+  for (let n = 1; n <= 100; n++) bus.publish({ kind: 'update', object: vm('busy', { n }), previous: vm('busy', { n: n - 1 }) })
+  bus.publish({ kind: 'add', object: vm('late') })
+  await turn()
+  t.equal(live.length, 102, 'live readers had every update')
+  const all = log.since(log.boot)
+  t.same(
+    all?.map((entry) => [entry.change.kind, entry.change.object.id, entry.change.object['n'], entry.change.previous?.['n']]),
+    [
+      ['add', 'other', undefined, undefined],
+      ['update', 'busy', 100, 0],
+      ['add', 'late', undefined, undefined],
+    ],
+    'the churn holds one entry: the other changes are still held under a bound of 3',
+  )
+  const middle = log.since(log.boot + 50)
+  t.same(middle?.map((entry) => [entry.change.object.id, entry.change.previous]), [['busy', undefined], ['late', undefined]], 'resuming in the middle: the previous state is unknown')
+  t.same(log.since(log.boot + 101)?.map((entry) => entry.change.object.id), ['late'])
+})
+
+t.test('the count bound spares events younger than the minimum age', async (t) => {
+  const { bus, log, advance } = makeLog({ maxEvents: 2, minAge: 1000 })
+  t.teardown(() => log.close())
+  for (let i = 0; i < 5; i++) bus.publish({ kind: 'add', object: vm(`v${i}`) })
+  await turn()
+  t.equal(log.since(log.boot)?.length, 5, 'all kept while young')
+  advance(1000)
+  t.equal(log.since(log.boot), undefined)
+  t.equal(log.since(log.boot + 3)?.length, 2, 'then the bound applies')
+})
+
+t.test('each collection resumes while none of its own events was let go of', async (t) => {
+  const { bus, log, advance } = makeLog({ maxEvents: 2 })
+  t.teardown(() => log.close())
+  bus.publish({ kind: 'add', object: vm('a') })
+  advance(500)
+  for (const id of ['h1', 'h2', 'h3']) bus.publish({ kind: 'add', object: { id, type: 'host' } })
+  await turn()
+  t.same(log.since(log.boot + 1, 'VM')?.map((entry) => entry.change.object.id), ['h2', 'h3'], 'VM: nothing of it was dropped after 1 (feeds keep what is theirs)')
+  t.equal(log.since(log.boot + 1, 'host'), undefined, 'host: h1 was dropped')
+  t.equal(log.since(log.boot + 1), undefined, 'all collections: neither')
+  advance(1500)
+  t.same(log.windows(['VM', 'host', 'SR']), new Map([['VM', 2000], ['host', 1500], ['SR', 2000]]), 'how far back each resumes')
 })
