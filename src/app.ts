@@ -11,6 +11,7 @@ import { changeRoutes } from './api/changes.js'
 import { collectionSources } from './api/collections.js'
 import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
+import { PoolMembersIndex } from './api/pool-members.js'
 import { diskRoutes } from './api/disks.js'
 import { vmStreamRoutes } from './api/vm-streams.js'
 import { backupRoutes, backupSources } from './api/backups.js'
@@ -140,6 +141,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   })
   await driver.open()
   const unsubscribeDriver = driver.subscribe((change) => bus.publish(change))
+  const poolMembers = new PoolMembersIndex(driver)
 
   const cache = new JsonCache(JSON_CACHE_BYTES)
   const versions = new Versions(bus)
@@ -221,7 +223,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       sourceOfResource: (resource) => sources.find((source) => source.resource === resource),
     }),
     ...tokenRoutes(tokens, options.config.authentication),
-    ...dashboardRoutes({ driver, clock }),
+    ...dashboardRoutes({ driver, members: poolMembers, clock }),
     ...operationsRoutes({ db, driver, metrics, authenticator, metricsToken: options.config.metrics.token }),
     ...live.routes,
     ...(driver.disks === undefined
@@ -305,6 +307,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       metrics.close()
       versions.close()
       unsubscribeDriver()
+      poolMembers.close()
       await workers.close()
       await driver.close()
       db.close()
