@@ -12,6 +12,7 @@ import { collectionSources } from './api/collections.js'
 import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
 import { PoolMembersIndex } from './api/pool-members.js'
+import { HeavyReads } from './http/heavy-reads.js'
 import { diskRoutes } from './api/disks.js'
 import { vmStreamRoutes } from './api/vm-streams.js'
 import { backupRoutes, backupSources } from './api/backups.js'
@@ -146,6 +147,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const cache = new JsonCache(JSON_CACHE_BYTES)
   const versions = new Versions(bus)
   const listings = new ListingCache(LISTING_CACHE_BYTES, LISTING_CACHE_ENTRY_BYTES)
+  const heavyReads = new HeavyReads(options.config.http.maxHeavyListings)
   const router = new Router()
   const tasks = new TaskManager(db, bus, {
     clock,
@@ -209,7 +211,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...meRoutes(),
     ...sources
       .filter((source) => source.name !== 'backup-archives')
-      .flatMap((source) => readRoutes(source, { cache, listings, versions, watch: live.watch, single: source.type !== 'task' })),
+      .flatMap((source) => readRoutes(source, { cache, listings, versions, watch: live.watch, single: source.type !== 'task', heavy: heavyReads })),
     ...taskRoutes(sourceNamed('tasks'), tasks, cache),
     ...sources.flatMap((source) => actionRoutes(source, bindingsOf(source), actionDeps)),
     ...sources.flatMap((source) => changeRoutes(source, driver)),
