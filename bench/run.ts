@@ -14,6 +14,7 @@ import { disksBench, disksBenchOptions } from './disks.js'
 import { backupsBench, backupsBenchOptions } from './backups.js'
 import { instructionsBench, instructionsOptions } from './instructions.js'
 import { xapiBench, xapiBenchOptions } from './xapi.js'
+import { scaleBench, scaleBenchOptions } from './scale.js'
 import { runScript, startServer, type Server } from './keel-client.js'
 import type { XoRecord } from '../src/driver/types.js'
 import type { LoadRequest, LoadResult } from './load-child.js'
@@ -24,9 +25,9 @@ const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
 /** Runs per side and route, interleaved (an even number puts each side first equally often); the best of each side is kept. */
 const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 6)
 const pin = spawnSync('taskset', ['-c', '0,1', 'true']).status === 0
-/** `BENCH_ONLY=http,acl,...,xapi`: the sections to run (all when unset). */
+/** `BENCH_ONLY=http,acl,...,xapi,scale`: the sections to run (all when unset). */
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
-const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'instructions' | 'xapi'): boolean =>
+const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'instructions' | 'xapi' | 'scale'): boolean =>
   only === undefined || only.includes(section)
 
 /** The server gets core 0 and the load generator the rest, as in the notes' pinned series. */
@@ -137,6 +138,8 @@ async function main(): Promise<void> {
     if (runs('instructions')) process.stdout.write('\n' + (await instructionsBench(instructionsOptions())))
     // Its own Keel, then the simulator on the lab Keel made; size from BENCH_XAPI_VMS (bench/xapi.ts).
     if (runs('xapi')) process.stdout.write('\n' + (await xapiBench(xapiBenchOptions(pin))))
+    // Its own lab, generated and served by the CLI; sizes from BENCH_SCALE_VMS and BENCH_SCALE_HOSTS (bench/scale.ts).
+    if (runs('scale')) process.stdout.write('\n' + (await scaleBench(scaleBenchOptions(pin))))
   } finally {
     for (const child of children) child.kill('SIGTERM')
     rmSync(dataDir, { recursive: true, force: true })

@@ -140,8 +140,16 @@ function cpuProvisioning(pool: XoRecord, assigned: number) {
   return { total, assigned, percent: total === 0 ? 0 : (assigned * 100) / total }
 }
 
-/** The dashboard of `pool` at `now`, from its members. */
-export function poolDashboard(members: PoolMembers, pool: XoRecord, figuresOf: Pick<Driver, 'usage'>, now: number) {
+/**
+ * Usage figures are read at whole seconds, so that a dashboard polled by many
+ * clients is computed once a second at most (XAPI's own statistics have
+ * 5-second steps).
+ */
+const USAGE_STEP = 1000
+
+/** The dashboard of `pool` at `time` (its usage figures at the second before), from its members. */
+export function poolDashboard(members: PoolMembers, pool: XoRecord, figuresOf: Pick<Driver, 'usage'>, time: number) {
+  const now = time - (time % USAGE_STEP)
   return {
     hosts: hostSection(members.hosts.values(), members.hosts.size, figuresOf, now),
     vms: vmSection(members.vms.values(), members.vmStatus, figuresOf, now),
@@ -171,7 +179,26 @@ function* ndjsonSections(dashboard: Dashboard): Generator<string> {
   }
 }
 
+interface Computed {
+  readonly version: number
+  readonly pool: XoRecord
+  readonly step: number
+  readonly dashboard: Dashboard
+}
+
 export function dashboardRoutes(deps: DashboardDeps): RouteDef[] {
+  // The last dashboard of each pool, while its members, its record and the second stay the same.
+  const computed = new Map<string, Computed>()
+  const dashboardOf = (pool: XoRecord): Dashboard => {
+    const members = deps.members.of(pool.id)
+    const now = deps.clock()
+    const step = Math.floor(now / USAGE_STEP)
+    const last = computed.get(pool.id)
+    if (last !== undefined && last.version === members.version && last.pool === pool && last.step === step) return last.dashboard
+    const dashboard = poolDashboard(members, pool, deps.driver, now)
+    computed.set(pool.id, { version: members.version, pool, step, dashboard })
+    return dashboard
+  }
   return [
     defineRoute({
       method: 'GET',
@@ -188,9 +215,12 @@ export function dashboardRoutes(deps: DashboardDeps): RouteDef[] {
       handler: async ({ res, params, query, principal }) => {
         const id = params.id
         const pool = deps.driver.getObject(id)
-        if (pool === undefined || pool.type !== 'pool') throw noSuchObject(id, 'pool')
+        if (pool === undefined || pool.type !== 'pool') {
+          computed.delete(id)
+          throw noSuchObject(id, 'pool')
+        }
         requirePrivilege(principal, 'pool', 'read', pool, id)
-        const dashboard = poolDashboard(deps.members.of(id), pool, deps.driver, deps.clock())
+        const dashboard = dashboardOf(pool)
         if (query['ndjson'] === true) await streamChunks(res, 200, NDJSON_TYPE, ndjsonSections(dashboard))
         else sendJson(res, 200, dashboard)
       },

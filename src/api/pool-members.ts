@@ -11,6 +11,8 @@ export interface PoolMembers {
   readonly vmStatus: Readonly<VmStatus>
   /** vCPUs of the running VMs */
   readonly assignedCpus: number
+  /** differs after any change of a member, even across the pool's emptying */
+  readonly version: number
 }
 
 export interface VmStatus {
@@ -35,6 +37,7 @@ class Members implements PoolMembers {
   readonly alarms = new Set<string>()
   readonly vmStatus: VmStatus = { running: 0, halted: 0, paused: 0, suspended: 0, total: 0 }
   assignedCpus = 0
+  version = 0
 
   /** Adds (`sign` 1) or takes away (-1) what a record counts for. */
   count(record: XoRecord, sign: 1 | -1): void {
@@ -60,6 +63,7 @@ class Members implements PoolMembers {
 export class PoolMembersIndex {
   readonly #pools = new Map<string, Members>()
   readonly #unsubscribe: () => void
+  #changes = 0
 
   constructor(driver: Pick<Driver, 'objectsOfType' | 'subscribe'>) {
     for (const type of ['host', 'VM', 'SR', 'message']) for (const record of driver.objectsOfType(type)) this.#add(record)
@@ -90,6 +94,7 @@ export class PoolMembersIndex {
     if (kind === 'alarms') members.alarms.add(record.id)
     else members[kind].set(record.id, record)
     members.count(record, 1)
+    members.version = ++this.#changes
   }
 
   /** Takes a record's counts away; it leaves its maps unless `next` replaces it in the same pool and map. */
@@ -99,6 +104,7 @@ export class PoolMembersIndex {
     const kind = this.#mapOf(record)
     if (members === undefined || kind === undefined) return
     members.count(record, -1)
+    members.version = ++this.#changes
     if (next !== undefined && next['$pool'] === poolId && this.#mapOf(next) === kind) return
     if (kind === 'alarms') members.alarms.delete(record.id)
     else members[kind].delete(record.id)
