@@ -12,6 +12,8 @@ export interface LoadRequest {
   readonly duration: number
   /** each request asks a query never asked before */
   readonly uniquePaths: boolean
+  /** each request's filter gets a term never asked before (the path has a `filter=`): a new filter each time */
+  readonly uniqueFilters?: boolean
 }
 
 export interface LoadResult {
@@ -47,9 +49,11 @@ class Histogram {
 
 const request = JSON.parse(process.argv[2] ?? '{}') as LoadRequest
 let counter = 0
-const requests = request.uniquePaths
-  ? [{ setupRequest: (sent: autocannon.Request) => ({ ...sent, path: `${sent.path ?? '/'}&limit=${1_000_000 + counter++}` }) }]
-  : undefined
+const requests = request.uniqueFilters
+  ? [{ setupRequest: (sent: autocannon.Request) => ({ ...sent, path: `${sent.path ?? '/'}%20!name_label:q${1_000_000 + counter++}` }) }]
+  : request.uniquePaths
+    ? [{ setupRequest: (sent: autocannon.Request) => ({ ...sent, path: `${sent.path ?? '/'}&limit=${1_000_000 + counter++}` }) }]
+    : undefined
 const options = { url: request.url, connections: request.connections, headers: request.headers, ...(requests === undefined ? {} : { requests }) }
 await autocannon({ ...options, duration: request.warmup })
 const times = new Histogram()

@@ -12,6 +12,8 @@ import { changeRoutes } from './api/changes.js'
 import { collectionSources } from './api/collections.js'
 import { ListingCache } from './api/listing-cache.js'
 import { dashboardRoutes } from './api/dashboard.js'
+import { PoolMembersIndex } from './api/pool-members.js'
+import { HeavyReads } from './http/heavy-reads.js'
 import { diskRoutes } from './api/disks.js'
 import { vmStreamRoutes } from './api/vm-streams.js'
 import { backupRoutes, backupSources } from './api/backups.js'
@@ -173,10 +175,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   })
   await driver.open()
   const unsubscribeDriver = driver.subscribe((change) => bus.publish(change))
+  const poolMembers = new PoolMembersIndex(driver)
 
   const cache = new JsonCache(JSON_CACHE_BYTES)
   const versions = new Versions(bus)
   const listings = new ListingCache(LISTING_CACHE_BYTES, LISTING_CACHE_ENTRY_BYTES)
+  const heavyReads = new HeavyReads(options.config.http.maxHeavyListings)
   const router = new Router()
   const tasks = new TaskManager(db, bus, {
     clock,
@@ -259,7 +263,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...meRoutes(),
     ...sources
       .filter((source) => source.name !== 'backup-archives')
-      .flatMap((source) => readRoutes(source, { cache, listings, versions, watch: live.watch, single: source.type !== 'task' })),
+      .flatMap((source) => readRoutes(source, { cache, listings, versions, watch: live.watch, single: source.type !== 'task', heavy: heavyReads })),
     ...taskRoutes(sourceNamed('tasks'), tasks, cache),
     ...sources.flatMap((source) => actionRoutes(source, bindingsOf(source), actionDeps)),
     ...sources.flatMap((source) => changeRoutes(source, driver)),
@@ -275,7 +279,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     }),
     ...tokenRoutes(tokens, options.config.authentication),
     ...serverRoutes({ registry: servers, servers: serverSource, tasks, taskSource: sourceNamed('tasks'), cache }),
-    ...dashboardRoutes({ driver, clock }),
+    ...dashboardRoutes({ driver, members: poolMembers, clock }),
     ...subCollectionRoutes({ sourceNamed: (name) => sources.find((source) => source.name === name), look: lookups(driver, tasks), cache }),
     ...serviceRoutes({ clock }),
     ...siteDashboardRoutes({ driver, facts: hostFacts, clock, ...withBackups }),
@@ -379,6 +383,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       versions.close()
       await servers.close()
       unsubscribeDriver()
+      poolMembers.close()
       await workers.close()
       await driver.close()
       db.close()

@@ -49,6 +49,7 @@ function driverSource(driver: Driver, name: string, type: string, resource: stri
     resource,
     schema: schemaFor(type),
     list: () => driver.objectsOfType(type),
+    size: () => driver.countOfType(type),
     get: (id) => {
       const object = driver.getObject(id)
       return object?.type === type ? object : undefined
@@ -75,6 +76,7 @@ function alarmSource(driver: Driver, linkOf: (object: XoRecord) => string | unde
     resource: 'alarm',
     schema: schemaFor('alarm'),
     view: (record) => (record.type === 'message' ? view(record) : undefined),
+    size: () => driver.countOfType('message'),
     *list() {
       for (const message of driver.objectsOfType('message')) {
         const alarm = view(message)

@@ -4,20 +4,22 @@ import { noSuchObject } from '../errors.js'
 import { NDJSON_TYPE, sendJson, streamChunks } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { ErrorResponses } from '../http/schemas.js'
-import { messageToAlarm } from '../model/alarm.js'
 import { BASE } from './paths.js'
 import { requirePrivilege } from '../acl/check.js'
+import type { PoolMembers, PoolMembersIndex, VmStatus } from './pool-members.js'
 
 /**
  * GET /rest/v0/pools/:id/dashboard: the reference product's aggregated pool
- * view (XO PoolService.getDashboard), computed from the driver's records and
- * live usage figures. Host and SR figures come from the records, CPU and
- * guest memory from the driver's `usage` (the lab simulates them; a real
- * driver reads the hypervisor's statistics).
+ * view (XO PoolService.getDashboard), computed from the pool's members as
+ * PoolMembersIndex keeps them and live usage figures. Host and SR figures come
+ * from the records, counts from the index, CPU and guest memory from the
+ * driver's `usage` (the lab simulates them; a real driver reads the
+ * hypervisor's statistics), for the pool's running and paused VMs only.
  */
 
 export interface DashboardDeps {
   readonly driver: Driver
+  readonly members: PoolMembersIndex
   readonly clock: () => number
 }
 
@@ -80,12 +82,8 @@ const num = (value: unknown): number => (typeof value === 'number' ? value : 0)
 const str = (value: unknown): string => (typeof value === 'string' ? value : '')
 const field = (record: XoRecord, name: string, sub: string): unknown => (record[name] as Record<string, unknown> | undefined)?.[sub]
 
-function* ofPool(driver: Driver, type: string, poolId: string): Generator<XoRecord> {
-  for (const record of driver.objectsOfType(type)) if (record['$pool'] === poolId) yield record
-}
-
-function hostSection(hosts: XoRecord[], figuresOf: Pick<Driver, 'usage'>, now: number) {
-  const status = { running: 0, disabled: 0, halted: 0, total: hosts.length }
+function hostSection(hosts: Iterable<XoRecord>, count: number, figuresOf: Pick<Driver, 'usage'>, now: number) {
+  const status = { running: 0, disabled: 0, halted: 0, total: count }
   const ram = []
   const cpu = []
   for (const host of hosts) {
@@ -105,16 +103,11 @@ function hostSection(hosts: XoRecord[], figuresOf: Pick<Driver, 'usage'>, now: n
   return { status, topFiveUsage: { ram: topFive(ram), cpu: topFive(cpu) }, missingPatches: { hasAuthorization: false } }
 }
 
-function vmSection(vms: XoRecord[], figuresOf: Pick<Driver, 'usage'>, now: number) {
-  const status = { running: 0, halted: 0, paused: 0, suspended: 0, total: vms.length }
+function vmSection(vms: Iterable<XoRecord>, counts: Readonly<VmStatus>, figuresOf: Pick<Driver, 'usage'>, now: number) {
   const cpu = []
   const ram = []
   for (const vm of vms) {
     const state = vm['power_state']
-    if (state === 'Halted') status.halted++
-    else if (state === 'Suspended') status.suspended++
-    else if (state === 'Running') status.running++
-    else if (state === 'Paused') status.paused++
     if (state !== 'Running' && state !== 'Paused') continue
     const figures = figuresOf.usage(vm, now)
     const id = vm.id
@@ -126,11 +119,11 @@ function vmSection(vms: XoRecord[], figuresOf: Pick<Driver, 'usage'>, now: numbe
       ram.push({ id, name_label, memory, memoryFree: Math.max(0, memory - figures.memory), percent: (figures.memory / memory) * 100 })
     }
   }
-  return { status, topFiveUsage: { cpu: topFive(cpu), ram: topFive(ram) } }
+  return { status: { ...counts }, topFiveUsage: { cpu: topFive(cpu), ram: topFive(ram) } }
 }
 
-function srSection(srs: XoRecord[]) {
-  const writable = srs.filter((sr) => sr['content_type'] !== 'iso' && sr['SR_type'] !== 'udev' && num(sr['size']) > 0)
+function srSection(srs: Iterable<XoRecord>) {
+  const writable = [...srs].filter((sr) => sr['content_type'] !== 'iso' && sr['SR_type'] !== 'udev' && num(sr['size']) > 0)
   return {
     topFiveUsage: topFive(
       writable.map((sr) => {
@@ -142,25 +135,27 @@ function srSection(srs: XoRecord[]) {
   }
 }
 
-function cpuProvisioning(pool: XoRecord, vms: XoRecord[]) {
+function cpuProvisioning(pool: XoRecord, assigned: number) {
   const total = num(field(pool, 'cpus', 'cores'))
-  let assigned = 0
-  for (const vm of vms) if (vm['power_state'] === 'Running') assigned += num(field(vm, 'CPUs', 'number'))
   return { total, assigned, percent: total === 0 ? 0 : (assigned * 100) / total }
 }
 
-export function poolDashboard(deps: DashboardDeps, pool: XoRecord) {
-  const { driver } = deps
-  const now = deps.clock()
-  const vms = [...ofPool(driver, 'VM', pool.id)]
-  const alarms: string[] = []
-  for (const message of ofPool(driver, 'message', pool.id)) if (messageToAlarm(message) !== undefined) alarms.push(message.id)
+/**
+ * Usage figures are read at whole seconds, so that a dashboard polled by many
+ * clients is computed once a second at most (XAPI's own statistics have
+ * 5-second steps).
+ */
+const USAGE_STEP = 1000
+
+/** The dashboard of `pool` at `time` (its usage figures at the second before), from its members. */
+export function poolDashboard(members: PoolMembers, pool: XoRecord, figuresOf: Pick<Driver, 'usage'>, time: number) {
+  const now = time - (time % USAGE_STEP)
   return {
-    hosts: hostSection([...ofPool(driver, 'host', pool.id)], driver, now),
-    vms: vmSection(vms, driver, now),
-    srs: srSection([...ofPool(driver, 'SR', pool.id)]),
-    alarms,
-    cpuProvisioning: cpuProvisioning(pool, vms),
+    hosts: hostSection(members.hosts.values(), members.hosts.size, figuresOf, now),
+    vms: vmSection(members.vms.values(), members.vmStatus, figuresOf, now),
+    srs: srSection(members.srs.values()),
+    alarms: [...members.alarms],
+    cpuProvisioning: cpuProvisioning(pool, members.assignedCpus),
   }
 }
 
@@ -184,7 +179,26 @@ function* ndjsonSections(dashboard: Dashboard): Generator<string> {
   }
 }
 
+interface Computed {
+  readonly version: number
+  readonly pool: XoRecord
+  readonly step: number
+  readonly dashboard: Dashboard
+}
+
 export function dashboardRoutes(deps: DashboardDeps): RouteDef[] {
+  // The last dashboard of each pool, while its members, its record and the second stay the same.
+  const computed = new Map<string, Computed>()
+  const dashboardOf = (pool: XoRecord): Dashboard => {
+    const members = deps.members.of(pool.id)
+    const now = deps.clock()
+    const step = Math.floor(now / USAGE_STEP)
+    const last = computed.get(pool.id)
+    if (last !== undefined && last.version === members.version && last.pool === pool && last.step === step) return last.dashboard
+    const dashboard = poolDashboard(members, pool, deps.driver, now)
+    computed.set(pool.id, { version: members.version, pool, step, dashboard })
+    return dashboard
+  }
   return [
     defineRoute({
       method: 'GET',
@@ -201,9 +215,12 @@ export function dashboardRoutes(deps: DashboardDeps): RouteDef[] {
       handler: async ({ res, params, query, principal }) => {
         const id = params.id
         const pool = deps.driver.getObject(id)
-        if (pool === undefined || pool.type !== 'pool') throw noSuchObject(id, 'pool')
+        if (pool === undefined || pool.type !== 'pool') {
+          computed.delete(id)
+          throw noSuchObject(id, 'pool')
+        }
         requirePrivilege(principal, 'pool', 'read', pool, id)
-        const dashboard = poolDashboard(deps, pool)
+        const dashboard = dashboardOf(pool)
         if (query['ndjson'] === true) await streamChunks(res, 200, NDJSON_TYPE, ndjsonSections(dashboard))
         else sendJson(res, 200, dashboard)
       },

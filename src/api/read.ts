@@ -5,6 +5,7 @@ import { readableBy } from '../acl/check.js'
 import type { Principal } from '../auth/principal.js'
 import { compileFilter } from '../filter/index.js'
 import type { Versions } from '../events/versions.js'
+import type { HeavyReads } from '../http/heavy-reads.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { NDJSON_TYPE, JSON_TYPE, sendJsonBytes, streamChunks } from '../http/reply.js'
 import { defineRoute, type ResponseSpec, type RouteDef } from '../http/route.js'
@@ -48,7 +49,12 @@ export interface ListingOptions {
   readonly watch?: Watch
   /** false when the collection serves its single objects with a route of its own */
   readonly single?: boolean
+  /** admission of listings that scan a large collection (none: all admitted) */
+  readonly heavy?: HeavyReads
 }
+
+/** A listing walking this many records or more, not answered from the cache, is a heavy read. */
+export const HEAVY_LISTING_RECORDS = 1000
 
 /** The lazily produced bytes of each listed value, in order. */
 function* listingTexts(
@@ -205,25 +211,32 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
           return
         }
         const predicate = visibleAndMatching(visible, q.filter)
-        const chunks = framed(listingTexts(source, source.list(), q, predicate, cache), q.ndjson === true)
-        if (!listings.wanted(key)) {
-          await streamChunks(res, 200, contentType, chunks)
-          return
-        }
-        const kept: Buffer[] = []
-        let keptSize = 0
-        const complete = await streamChunks(
-          res,
-          200,
-          contentType,
-          keep(chunks, (chunk) => {
-            keptSize += chunk.length
-            if (keptSize <= listings.maxEntry) kept.push(chunk)
-          }),
-        )
-        // Between batches the stream waited for the socket: store only a body that saw no change.
-        if (complete && keptSize <= listings.maxEntry && versions.of(versionTypes) === version) {
-          listings.set(key, version, Buffer.concat(kept, keptSize))
+        const heavy = options.heavy !== undefined && (source.size?.() ?? 0) >= HEAVY_LISTING_RECORDS
+        const release = heavy ? options.heavy?.admit(res) : undefined
+        try {
+          const chunks = framed(listingTexts(source, source.list(), q, predicate, cache), q.ndjson === true)
+          if (!listings.wanted(key)) {
+            await streamChunks(res, 200, contentType, chunks, heavy)
+            return
+          }
+          const kept: Buffer[] = []
+          let keptSize = 0
+          const complete = await streamChunks(
+            res,
+            200,
+            contentType,
+            keep(chunks, (chunk) => {
+              keptSize += chunk.length
+              if (keptSize <= listings.maxEntry) kept.push(chunk)
+            }),
+            heavy,
+          )
+          // Between batches the stream waited for the socket: store only a body that saw no change.
+          if (complete && keptSize <= listings.maxEntry && versions.of(versionTypes) === version) {
+            listings.set(key, version, Buffer.concat(kept, keptSize))
+          }
+        } finally {
+          release?.()
         }
       },
     }),

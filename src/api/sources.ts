@@ -23,6 +23,8 @@ export interface CollectionSource<T extends XoRecord = XoRecord> {
   readonly view?: (record: XoRecord) => T | undefined
   list(): Iterable<T>
   get(id: string): T | undefined
+  /** how many records list() walks, when it can be large: a listing of a large collection is a heavy read */
+  size?(): number
 }
 
 /** The access of a route doing `action` on a collection's objects, as its declaration says it. */

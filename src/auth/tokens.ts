@@ -183,8 +183,10 @@ export class TokenStore {
   /** Revokes the token of this secret, if there is one (signing out). */
   revokeSecret(secret: string): void {
     const hash = hashSecret(secret)
+    const row = this.#db.prepare('SELECT user_id FROM tokens WHERE secret_hash = ?').get(hash) as Pick<TokenRow, 'user_id'> | undefined
+    if (row === undefined) return
     this.#deleteByHash.run(hash)
-    this.#forget(hash)
+    this.#forget(hash, row.user_id)
   }
 
   pruneExpired(): number {

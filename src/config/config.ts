@@ -112,6 +112,7 @@ const sections = {
       maxJsonBodySize: { read: integerReader(1024, 1024 ** 3), default: 1024 * 1024 },
       idleTimeout: { read: durationReader, default: 5 * 60_000 },
       streamPause: { read: durationReader, default: 5 },
+      maxHeavyListings: { read: integerReader(0, 10_000), default: 4 },
     },
   },
   'rest-api': {

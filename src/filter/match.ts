@@ -1,5 +1,6 @@
 import type { ComparisonNode, FilterNode } from './ast.js'
 import { checkFilterCost } from './cost.js'
+import { asciiIndexOf, isAscii, NOT_ASCII } from './fold.js'
 import { parseFilter } from './parse.js'
 import { linearRegExp, regExpOf } from './regexp.js'
 
@@ -62,23 +63,36 @@ function compileNode(node: FilterNode): FilterPredicate {
     case 'comparison':
       return compileComparison(node)
     case 'string': {
-      const needle = node.value.toLowerCase()
-      const match: FilterPredicate = (value) =>
-        typeof value === 'string' ? value.toLowerCase().includes(needle) : someNested(value, match)
+      const contains = containsIgnoringCase(node.value)
+      const match: FilterPredicate = (value) => (typeof value === 'string' ? contains(value) : someNested(value, match))
       return match
     }
     case 'numberOrString': {
       const number = Number(node.value)
-      const needle = node.value.toLowerCase()
+      const contains = containsIgnoringCase(node.value)
       const match: FilterPredicate = (value) =>
-        value === number ||
-        (typeof value === 'string' ? value.toLowerCase().includes(needle) : someNested(value, match))
+        value === number || (typeof value === 'string' ? contains(value) : someNested(value, match))
       return match
     }
     case 'glob':
-      return regExpPredicate(globToRegExp(node.pattern))
+      return globPredicate(node.pattern)
     case 'regexp':
       return regExpPredicate(regExpOf(node))
+  }
+}
+
+/** Texts up to this length are searched in place (fold.ts). */
+const IN_PLACE_MAX = 32
+
+/** Whether a text contains `term`, case aside, as `text.toLowerCase().includes(term.toLowerCase())` says. */
+function containsIgnoringCase(term: string): (text: string) => boolean {
+  const needle = term.toLowerCase()
+  if (!isAscii(needle)) return (text) => text.toLowerCase().includes(needle)
+  return (text) => {
+    // Past a few dozen characters the engine's own search of the lowered copy is faster.
+    if (text.length > IN_PLACE_MAX) return text.toLowerCase().includes(needle)
+    const found = asciiIndexOf(text, needle, 0)
+    return found === NOT_ASCII ? text.toLowerCase().includes(needle) : found >= 0
   }
 }
 
@@ -91,10 +105,32 @@ function regExpPredicate(re: RegExp): FilterPredicate {
  * `*` is `.*`, everything else literal, case-insensitive and unanchored. As
  * the match is unanchored, leading, trailing and repeated stars add nothing,
  * and dropping them spares the engine a useless `.*` scan.
+ *
+ * On ASCII text of one line and an ASCII pattern, that is finding the parts
+ * one after the other, leftmost first, which needs no regexp engine (calling
+ * RE2 was most of a listing's time); any other text goes to RE2, whose case
+ * folding and `.` (no newline) then decide.
  */
-function globToRegExp(pattern: string): RegExp {
+function globPredicate(pattern: string): FilterPredicate {
   const parts = pattern.split('*').filter((part) => part !== '')
-  return linearRegExp(parts.map(escapeRegExp).join('.*'), 'i')
+  const re = linearRegExp(parts.map(escapeRegExp).join('.*'), 'i')
+  const lowered = parts.map((part) => part.toLowerCase())
+  const test =
+    parts.every(isAscii) && lowered.every((part, i) => part.length === parts[i]?.length)
+      ? (text: string): boolean => {
+          if (text.includes('\n')) return re.test(text)
+          let at = 0
+          for (const part of lowered) {
+            const found = asciiIndexOf(text, part, at)
+            if (found === NOT_ASCII) return re.test(text)
+            if (found < 0) return false
+            at = found + part.length
+          }
+          return true
+        }
+      : (text: string): boolean => re.test(text)
+  const match: FilterPredicate = (value) => (typeof value === 'string' ? test(value) : someNested(value, match))
+  return match
 }
 
 function escapeRegExp(text: string): string {

@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises'
 import type { ServerResponse } from 'node:http'
 import { KeelResponse } from './response.js'
 
@@ -45,6 +46,8 @@ export async function streamChunks(
   status: number,
   contentType: string,
   pieces: Iterable<string | Buffer>,
+  /** let the event loop run between writes, so that other requests are answered while this body is produced */
+  yieldBetweenWrites = false,
 ): Promise<boolean> {
   res.statusCode = status
   res.setHeader('Content-Type', contentType)
@@ -61,6 +64,9 @@ export async function streamChunks(
     size = 0
     if (!ok) {
       await drained(res)
+      if (res.destroyed) return false
+    } else if (yieldBetweenWrites) {
+      await setImmediate()
       if (res.destroyed) return false
     }
   }

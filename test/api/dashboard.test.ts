@@ -1,7 +1,11 @@
 import t from 'tap'
+import { poolDashboard } from '../../src/api/dashboard.js'
+import { PoolMembersIndex } from '../../src/api/pool-members.js'
+import { LabDriver } from '../../src/driver/lab/driver.js'
 import { labUsage } from '../../src/driver/lab/usage.js'
 import type { XoRecord } from '../../src/driver/types.js'
-import { basic, jsonBody, startServer } from '../helpers/server.js'
+import { demoIds } from '../helpers/demo-lab.js'
+import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 import { ndjsonValues } from '../helpers/streams.js'
 
 interface Top {
@@ -124,6 +128,94 @@ t.test('GET /rest/v0/pools/:id/dashboard', async (t) => {
     const { body } = await server.json<{ paths: Record<string, { get?: { operationId?: string } }> }>('/rest/v0/docs/swagger.json')
     t.equal(body.paths['/rest/v0/pools/{id}/dashboard']?.get?.operationId, 'get-pool-dashboard')
   })
+})
+
+t.test('the dashboard kept from changes equals one computed afresh, change after change', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  const path = `/rest/v0/pools/${demo.pool}/dashboard`
+  const { driver } = server.app
+  if (!(driver instanceof LabDriver)) throw new Error('the test server runs the lab')
+
+  /** A new index reads every record of the driver: the full recomputation the kept one must equal. */
+  const fresh = (): unknown => {
+    const index = new PoolMembersIndex(driver)
+    try {
+      return poolDashboard(index.of(demo.pool), driver.getObject(demo.pool) as XoRecord, driver, server.clock.read())
+    } finally {
+      index.close()
+    }
+  }
+  /** Counts straight from the listing, as a client would make them. */
+  const listed = async (): Promise<{ status: Dashboard['vms']['status']; assigned: number }> => {
+    const vms = (await server.json<Array<{ power_state: string; CPUs: { number: number } }>>(`/rest/v0/vms?fields=power_state,CPUs&filter=${encodeURIComponent(`$pool:${demo.pool}`)}`)).body
+    const count = (state: string): number => vms.filter((vm) => vm.power_state === state).length
+    return {
+      status: { running: count('Running'), halted: count('Halted'), paused: count('Paused'), suspended: count('Suspended'), total: vms.length },
+      assigned: vms.filter((vm) => vm.power_state === 'Running').reduce((sum, vm) => sum + vm.CPUs.number, 0),
+    }
+  }
+  const check = async (step: string): Promise<Dashboard> => {
+    const { status, body } = await server.json<Dashboard>(path)
+    t.equal(status, 200, step)
+    t.same(body, fresh(), `${step}: equal to a full recomputation`)
+    const counts = await listed()
+    t.same(body.vms.status, counts.status, `${step}: VM counts as listed`)
+    t.equal(body.cpuProvisioning.assigned, counts.assigned, `${step}: vCPUs of running VMs as listed`)
+    return body
+  }
+  const act = async (server: TestServer, action: string, body?: unknown): Promise<Record<string, unknown>> => {
+    const { status, body: answer } = await server.json<Record<string, unknown>>(`${action}?sync=true`, body === undefined ? { method: 'POST' } : jsonBody(body))
+    if (status >= 300) throw new Error(`${action}: ${status}`)
+    return answer
+  }
+
+  const before = await check('at start')
+  await act(server, `/rest/v0/vms/${demo.haltedVm}/actions/start`)
+  const started = await check('a VM started')
+  t.equal(started.vms.status.running, before.vms.status.running + 1)
+  await act(server, `/rest/v0/vms/${demo.runningVm}/actions/clean_shutdown`)
+  await check('a VM stopped')
+  await act(server, `/rest/v0/vms/${demo.pausedVm}/actions/unpause`)
+  await check('a VM unpaused')
+  const network = (await server.json<Array<{ id: string }>>('/rest/v0/networks?fields=id')).body[0]?.id
+  const created = await act(server, `/rest/v0/pools/${demo.pool}/actions/create_vm`, {
+    name_label: 'counted',
+    template: demo.template,
+    vdis: [{ name_label: 'root', size: 1024 ** 3, sr: demo.defaultSr }],
+    vifs: [{ network }],
+    boot: true,
+  })
+  const grown = await check('a VM created and booted')
+  t.equal(grown.vms.status.total, before.vms.status.total + 1)
+
+  const alarmCount = grown.alarms.length
+  const vmAlarm = { metric: 'cpu_usage', value: 0.99, level: 0.9 }
+  const message = {
+    id: 'a-new-alarm',
+    type: 'message',
+    uuid: 'a-new-alarm',
+    $pool: demo.pool,
+    name: 'ALARM',
+    body: `value: ${vmAlarm.value}\nconfig:\n<variable>\n\t<name value="${vmAlarm.metric}"/>\n</variable>\n`,
+    time: 1,
+    $object: String(created['id']),
+  }
+  driver.applyChanges([{ kind: 'add', object: message }])
+  const raised = await check('an alarm raised')
+  t.equal(raised.alarms.length, alarmCount + 1)
+  t.ok(raised.alarms.includes('a-new-alarm'))
+
+  t.equal((await server.request(`/rest/v0/vms/${String(created['id'])}`, { method: 'DELETE' })).status < 300, true, 'the new VM destroyed')
+  const shrunk = await check('a VM destroyed, its alarm with it')
+  t.equal(shrunk.vms.status.total, before.vms.status.total)
+  t.notOk(shrunk.alarms.includes('a-new-alarm'))
+  await act(server, `/rest/v0/hosts/${demo.host3}/actions/disable`)
+  const disabled = await check('a host disabled')
+  t.equal(disabled.hosts.status.disabled, 1)
+  server.clock.advance(30 * 60_000)
+  await check('half an hour later')
 })
 
 t.test('labUsage', async (t) => {

@@ -183,3 +183,36 @@ function describe(value: unknown): string {
   if (value instanceof Vm) return 'a Vm instance'
   return JSON.stringify(value) ?? String(value)
 }
+
+t.test('text searched in place answers as the lowered text would', async (t) => {
+  const texts = ['Running', 'vm-00123', 'WEB-01', 'İstanbul', 'a\u212Aelvin', 'straße', 'line one\nline two', 'x'.repeat(40) + 'Needle', '', 'ǅungla']
+  const terms = ['running', 'RUN', 'vm-001', 'web', 'i', 'k', 'SS', 'ß', 'one', 'needle', 'x', 'ǆ', 'n']
+  for (const text of texts) {
+    for (const term of terms) {
+      const expected = text.toLowerCase().includes(term.toLowerCase())
+      t.equal(compileFilter(`name:${JSON.stringify(term)}`)({ name: text }), expected, `${JSON.stringify(text)} contains ${JSON.stringify(term)}: ${expected}`)
+    }
+  }
+})
+
+t.test('globs found part after part answer as the regexp would', async (t) => {
+  const cases: Array<[pattern: string, text: string, expected: boolean]> = [
+    ['vm-1*', 'vm-12345', true],
+    ['vm-1*', 'VM-12', true],
+    ['vm-1*', 'vm-21', false],
+    ['a*b*c', 'xxAyyBzzC', true],
+    ['a*b*c', 'cba', false],
+    ['ab*ab', 'ab', false],
+    ['ab*ab', 'abab', true],
+    // `.` does not cross a newline: the parts must be on one line
+    ['one*two', 'one\ntwo', false],
+    ['one*two', 'x\none two', true],
+    // non-ASCII text goes to the regexp engine's case folding
+    ['k*n', '\u212Aelvin', true],
+    ['stra*e', 'STRAßE', true],
+    ['*web*', 'my-web-01', true],
+  ]
+  for (const [pattern, text, expected] of cases) {
+    t.equal(compileFilter(`name:${pattern}`)({ name: text }), expected, `${pattern} on ${JSON.stringify(text)}: ${expected}`)
+  }
+})

@@ -1,0 +1,160 @@
+// The scale section (issue 30): a generated lab of 50,000 VMs on 1,000 hosts, made with
+// `keel lab generate` and served by `keel serve` as in service. Measures the generation and the
+// start, the resident set, listings and a single read against a bare server sending the same
+// bytes, writes while 50 connections list, and the pool dashboard.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
+import { packageRoot } from '../src/paths.js'
+import { Api, runScript, startServer, stop } from './keel-client.js'
+import type { LoadRequest, LoadResult } from './load-child.js'
+
+export interface ScaleOptions {
+  readonly vms: number
+  readonly hosts: number
+  readonly pin: boolean
+  readonly duration: number
+  readonly connections: number
+}
+
+export const scaleBenchOptions = (pin: boolean): ScaleOptions => ({
+  vms: Number(process.env['BENCH_SCALE_VMS'] ?? 50_000),
+  hosts: Number(process.env['BENCH_SCALE_HOSTS'] ?? 1000),
+  pin,
+  duration: Number(process.env['BENCH_DURATION'] ?? 10),
+  connections: Number(process.env['BENCH_CONNECTIONS'] ?? 50),
+})
+
+const cli = join(packageRoot, 'dist/src/cli/main.js')
+const env = { ...process.env, ...SERVICE_ENV, KEEL_ADMIN_PASSWORD: 'bench-password' }
+const seconds = (ms: number): string => (ms / 1000).toFixed(1)
+const mib = (bytes: number): string => (bytes / 1024 ** 2).toFixed(0)
+
+function pinned(pin: boolean, core: number, command: readonly string[]): [string, string[]] {
+  const [head, ...rest] = pin ? ['taskset', '-c', String(core), ...command] : command
+  return [head as string, rest]
+}
+
+async function generate(dataDir: string, { vms, hosts, pin }: ScaleOptions): Promise<number> {
+  const started = performance.now()
+  const [command, args] = pinned(pin, 0, [process.execPath, cli, 'lab', 'generate', '--vms', String(vms), '--hosts', String(hosts), '--data-dir', dataDir])
+  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'], env })
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  if (code !== 0) throw new Error(`lab generate exited with ${code}`)
+  return performance.now() - started
+}
+
+/** `keel serve` on the data directory: the child, its URL and the ms from spawn to its "listening" line. */
+async function serve(dataDir: string, pin: boolean): Promise<{ child: ChildProcess; url: string; ms: number }> {
+  const started = performance.now()
+  const [command, args] = pinned(pin, 0, [process.execPath, ...SERVICE_NODE_FLAGS, cli, 'serve', '--data-dir', dataDir, '--port', '0'])
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'ignore'], env })
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`keel serve exited with ${code}`)))
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const found = /listening on (\S+)/.exec(line)
+      if (found?.[1] !== undefined) resolve(found[1])
+    })
+  })
+  return { child, url, ms: performance.now() - started }
+}
+
+/** VmRSS of a process, bytes. */
+function rss(pid: number): number {
+  const line = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return Number(line?.[1] ?? NaN) * 1024
+}
+
+async function load(options: ScaleOptions, url: string, headers: Record<string, string>, extra: Partial<LoadRequest> = {}): Promise<LoadResult> {
+  const request: LoadRequest = { url, headers, connections: options.connections, warmup: Math.min(3, options.duration), duration: options.duration, uniquePaths: false, ...extra }
+  const { line } = await runScript('load-child.js', [JSON.stringify(request)], { core: options.pin ? 1 : undefined, stderr: 'inherit' })
+  return JSON.parse(line) as LoadResult
+}
+
+const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * p) - 1)] ?? NaN
+
+/** A rename every 50 ms while `connections` clients list VMs: how many were answered, and how fast. */
+async function writesUnderReads(options: ScaleOptions, api: Api, path: string, vmId: string): Promise<{ sent: number; answered: number; p50: number; p99: number; max: number; listings: LoadResult }> {
+  const reading = load(options, api.url + path, { ...api.headers })
+  // The load child warms up first; the writes start with its measured run.
+  await new Promise((resolve) => setTimeout(resolve, Math.min(3, options.duration) * 1000))
+  const times: number[] = []
+  const pending: Array<Promise<void>> = []
+  let sent = 0
+  const end = performance.now() + options.duration * 1000
+  while (performance.now() < end) {
+    const started = performance.now()
+    sent++
+    pending.push(
+      fetch(`${api.url}/rest/v0/vms/${vmId}`, { method: 'PATCH', headers: { ...api.headers, 'content-type': 'application/json' }, body: JSON.stringify({ nameLabel: `renamed-${sent}` }) }).then(async (response) => {
+        await response.arrayBuffer()
+        if (response.status === 204) times.push(performance.now() - started)
+      }),
+    )
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  await Promise.allSettled(pending)
+  const listings = await reading
+  times.sort((a, b) => a - b)
+  return { sent, answered: times.length, p50: percentile(times, 0.5), p99: percentile(times, 0.99), max: times[times.length - 1] ?? NaN, listings }
+}
+
+export async function scaleBench(options: ScaleOptions): Promise<string> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keel-scale-'))
+  const children: ChildProcess[] = []
+  const lines: string[] = [`Scale: ${options.vms} VMs on ${options.hosts} hosts (\`keel lab generate\`, then \`keel serve\`), ${options.connections} connections, ${options.duration} s per run, one run each:\n`]
+  try {
+    const generated = await generate(dataDir, options)
+    const keel = await serve(dataDir, options.pin)
+    children.push(keel.child)
+    const pid = keel.child.pid as number
+    const idle = rss(pid)
+    const api = await Api.login(keel.url)
+    const full = await fetch(`${keel.url}/rest/v0/vms?fields=*`, { headers: api.headers })
+    const fullBytes = (await full.arrayBuffer()).byteLength
+    const listed = rss(pid)
+    const pools = await api.expect<Array<{ id: string }>>('GET', '/rest/v0/pools?fields=id', 200)
+    lines.push('| measure | value |', '|---|---|')
+    lines.push(`| \`keel lab generate --vms ${options.vms} --hosts ${options.hosts}\` | ${seconds(generated)} s, ${pools.length} pools |`)
+    lines.push(`| \`keel serve\`: spawn to listening | ${seconds(keel.ms)} s |`)
+    lines.push(`| RSS after start; after one full listing (${mib(fullBytes)} MiB of JSON) | ${mib(idle)} MiB; ${mib(listed)} MiB |\n`)
+
+    const running = await api.expect<Array<{ id: string }>>('GET', '/rest/v0/vms?fields=id&filter=power_state:Running&limit=1', 200)
+    const vmId = running[0]?.id
+    if (vmId === undefined) throw new Error('no running VM')
+    const listing = '/rest/v0/vms?fields=name_label,power_state,$container&filter=power_state:Running'
+    const cases = [
+      { name: 'list running VMs, 3 fields (cached)', path: listing, extra: {} },
+      { name: 'same, a new filter each time (`!name_label:q<n>` added)', path: listing, extra: { uniqueFilters: true } },
+      { name: 'one VM', path: `/rest/v0/vms/${vmId}`, extra: {} },
+      { name: 'pool dashboard', path: `/rest/v0/pools/${pools[0]?.id ?? ''}/dashboard`, extra: {} },
+    ]
+    lines.push('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | non-2xx or errors |', '|---|---|---|---|---|---|---|')
+    for (const item of cases) {
+      const response = await fetch(keel.url + item.path, { headers: api.headers })
+      const file = join(dataDir, 'body.bin')
+      writeFileSync(file, Buffer.from(await response.arrayBuffer()))
+      const keelResult = await load(options, keel.url + item.path, { ...api.headers }, item.extra)
+      const bare = await startServer('serve-bare.js', [file, response.headers.get('content-type') ?? 'application/json', response.headers.get('x-request-id') ?? ''], options.pin, 'inherit')
+      const bareResult = await load(options, bare.url + '/', { ...api.headers })
+      await stop(bare.child)
+      lines.push(
+        `| ${item.name} | ${keelResult.requests.toFixed(0)} | ${keelResult.p99.toFixed(2)} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99.toFixed(2)} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${keelResult.errors + bareResult.errors} |`,
+      )
+    }
+    const fairness = await writesUnderReads(options, api, listing, vmId)
+    lines.push(
+      '',
+      `Writes under read saturation: a PATCH every 50 ms while ${options.connections} connections list running VMs (each rename makes the next listings uncached):`,
+      `${fairness.answered} of ${fairness.sent} renames answered 204, p50 ${fairness.p50.toFixed(1)} ms, p99 ${fairness.p99.toFixed(1)} ms, max ${fairness.max.toFixed(1)} ms;`,
+      `listings meanwhile ${fairness.listings.requests.toFixed(0)} req/s, p99 ${fairness.listings.p99.toFixed(1)} ms, ${fairness.listings.errors} answered 503 or failed.`,
+    )
+    return lines.join('\n') + '\n'
+  } finally {
+    for (const child of children) await stop(child)
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
