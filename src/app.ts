@@ -278,7 +278,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       sourceOfResource: (resource) => sources.find((source) => source.resource === resource),
     }),
     ...tokenRoutes(tokens, options.config.authentication),
-    ...serverRoutes({ registry: servers, servers: serverSource, tasks, taskSource: sourceNamed('tasks'), cache }),
+    ...serverRoutes({ registry: servers, servers: serverSource, tasks }),
     ...dashboardRoutes({ driver, members: poolMembers, clock }),
     ...subCollectionRoutes({ sourceNamed: (name) => sources.find((source) => source.name === name), look: lookups(driver, tasks), cache }),
     ...serviceRoutes({ clock }),

@@ -1,14 +1,12 @@
 import { Type } from '@sinclair/typebox'
 import { requirePrivilege } from '../acl/check.js'
 import type { KeelError } from '../errors.js'
-import type { JsonCache } from '../http/json-cache.js'
 import { sendCreated, sendJson, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, CreatedSchema, ErrorBodySchema } from '../http/schemas.js'
 import type { ServerRegistry } from '../servers/registry.js'
 import type { TaskManager } from '../tasks/manager.js'
 import { BASE } from './paths.js'
-import { CollectionQuery, listingResponses, sendSubListing } from './read.js'
 import type { CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
 
@@ -57,16 +55,15 @@ export interface ServerRouteDeps {
   readonly registry: ServerRegistry
   readonly servers: CollectionSource
   readonly tasks: TaskManager
-  readonly taskSource: CollectionSource
-  readonly cache: JsonCache
 }
 
 /**
- * The writes of `servers` (its reads are the generic collection routes). The
+ * The writes of `servers` (its reads are the generic collection routes, its
+ * tasks the per-object listing of src/api/sub-collections.ts). The
  * spec's `server` resource names no update action: a PATCH replaces what
  * identifies the entry, so it needs both `create` and `delete` on it.
  */
-export function serverRoutes({ registry, servers, tasks, taskSource, cache }: ServerRouteDeps): RouteDef[] {
+export function serverRoutes({ registry, servers, tasks }: ServerRouteDeps): RouteDef[] {
   const action = (name: 'connect' | 'disconnect'): RouteDef =>
     defineRoute({
       method: 'POST',
@@ -164,21 +161,5 @@ export function serverRoutes({ registry, servers, tasks, taskSource, cache }: Se
     }),
     action('connect'),
     action('disconnect'),
-    defineRoute({
-      method: 'GET',
-      path: `${BASE}/servers/:id/tasks`,
-      operationId: 'server-tasks',
-      summary: 'The tasks of one server entry (its connections and disconnections)',
-      tags: ['servers', 'tasks'],
-      access: { privilege: { resource: 'task', action: 'read' }, listing: true },
-      params: IdParams,
-      query: CollectionQuery,
-      responses: listingResponses(taskSource.schema),
-      handler: async ({ res, params, query, principal }) => {
-        resolveTarget(servers, params.id, principal, 'read')
-        const own = [...taskSource.list()].filter((task) => (task['properties'] as { objectId?: unknown } | undefined)?.objectId === params.id)
-        await sendSubListing(res, taskSource, own, query, { cache, principal })
-      },
-    }),
   ]
 }

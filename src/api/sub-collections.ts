@@ -86,7 +86,6 @@ export const subCollections: readonly SubCollection[] = [
     // Alarms have their own listing: the reference leaves them out of the messages.
     select: (parent, _items, look) => [...look.messagesOf(parent.id)].filter((message) => messageToAlarm(message) === undefined),
   },
-  // A route exists only where both collections do: servers' tasks come with the servers registry (issue 28).
   { parents: [...INFRASTRUCTURE, 'users', 'groups', 'servers'], name: 'tasks', items: () => 'tasks', select: (parent, _items, look) => tasksAbout(look, parent.id) },
   {
     parents: ['vms', 'vm-snapshots', 'vm-templates', 'vm-controllers'],

@@ -17,29 +17,10 @@ import { startServer } from '../helpers/server.js'
  * once it is served, this test fails until it leaves the list.
  */
 const MISSING: ReadonlyMap<string, string> = new Map([
-  // The servers registry and proxies come with the XAPI driver.
-  ['GET /servers', 'issue 28'],
-  ['POST /servers', 'issue 28'],
-  ['GET /servers/{id}', 'issue 28'],
-  ['DELETE /servers/{id}', 'issue 28'],
-  ['POST /servers/{id}/actions/connect', 'issue 28'],
-  ['POST /servers/{id}/actions/disconnect', 'issue 28'],
-  ['GET /servers/{id}/tasks', 'issue 28'],
-  ['GET /proxies', 'issue 28'],
-  ['GET /proxies/{id}', 'issue 28'],
   // Creating, destroying and wiring devices, with the lab's state transitions.
   ['POST /srs', 'issue 31'],
   ['DELETE /srs/{id}', 'issue 31'],
   ['POST /srs/{id}/actions/forget', 'issue 31'],
-  ['POST /vdis', 'issue 31'],
-  ['POST /vbds', 'issue 31'],
-  ['DELETE /vbds/{id}', 'issue 31'],
-  ['POST /vbds/{id}/actions/connect', 'issue 31'],
-  ['POST /vbds/{id}/actions/disconnect', 'issue 31'],
-  ['POST /vifs', 'issue 31'],
-  ['DELETE /vifs/{id}', 'issue 31'],
-  ['POST /vifs/{id}/actions/connect', 'issue 31'],
-  ['POST /vifs/{id}/actions/disconnect', 'issue 31'],
   ['DELETE /vm-templates/{id}', 'issue 31'],
   ['POST /pbds/{id}/actions/plug', 'issue 31'],
   ['POST /pbds/{id}/actions/unplug', 'issue 31'],
