@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import type { Socket } from 'node:net'
+import { createServer } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -244,6 +245,25 @@ t.test('the web console in Chromium', { skip: missing ?? false }, async (t) => {
     t.equal(await reader.$$eval('.tag-input', (inputs) => inputs.length), 0, 'no tag editing')
     await screenshot(reader, 'vm-read-only')
     await reader.browserContext().close()
+  })
+
+  t.test('a form on another origin posting with the cookie is refused, and nothing changes', async (t) => {
+    // Another port of the same host: the same site, so the SameSite=Lax cookie goes along, but not the same origin.
+    const action = `${server.url}/rest/v0/vms/${ids.runningVm}/actions/hard_shutdown`
+    const attacker = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html')
+      res.end(`<form method="post" action="${action}"><button id="go">win a prize</button></form>`)
+    })
+    await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => attacker.close())
+    const before = await server.json<{ power_state: string }>(`/rest/v0/vms/${ids.runningVm}?fields=power_state`)
+    // The administrator's page, signed in: its cookie is the one a forged form would ride on.
+    await page.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`)
+    const [answer] = await Promise.all([page.waitForNavigation(), page.click('#go')])
+    t.equal(answer?.status(), 403)
+    t.match(await answer?.text(), /CROSS_SITE_REQUEST/)
+    const after = await server.json<{ power_state: string }>(`/rest/v0/vms/${ids.runningVm}?fields=power_state`)
+    t.equal(after.body.power_state, before.body.power_state, 'the VM is as it was')
   })
 
   t.test('no script error and nothing the policy refused on the way', async (t) => {
