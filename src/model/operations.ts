@@ -127,6 +127,8 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
     simple('scan_pifs', 'scan-pifs', 'Look for new physical interfaces'),
     simple('emergency_shutdown', 'shutdown:emergency', 'Power off the running VMs of the host, then the host'),
     simple('smart_reboot', 'reboot:smart', 'Suspend the running VMs, reboot, then resume them on the host'),
+    simple('detach', 'detach', 'Eject a running member host holding no VM or local SR from its pool'),
+    simple('forget', 'forget', 'Remove a halted member host holding no VM or local SR from its pool'),
     {
       name: 'management_reconfigure',
       privilege: 'restart-toolstack',

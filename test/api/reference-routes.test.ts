@@ -25,8 +25,6 @@ const MISSING: ReadonlyMap<string, string> = new Map([
   ['POST /pbds/{id}/actions/plug', 'issue 31'],
   ['POST /pbds/{id}/actions/unplug', 'issue 31'],
   // Host and pool device actions.
-  ['POST /hosts/{id}/actions/detach', 'issue 31'],
-  ['POST /hosts/{id}/actions/forget', 'issue 31'],
   ['POST /pools/{id}/actions/add_host', 'issue 31'],
   ['POST /pools/{id}/actions/create_bonded_network', 'issue 31'],
   ['POST /pools/{id}/actions/create_internal_network', 'issue 31'],
