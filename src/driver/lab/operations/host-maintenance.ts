@@ -47,26 +47,35 @@ function powerOffGuests(plan: Plan, hostId: string): void {
   for (const vm of liveGuests(plan, running(plan, hostId))) powerOff(plan, vm.id)
 }
 
-/** Running and paused VMs are suspended with the host; they are resumed on it once it is back. */
+/** Suspends the host's live VMs and names them. */
+function suspendGuests(plan: Plan, hostId: string): string[] {
+  const guests = liveGuests(plan, running(plan, hostId)).map((vm) => vm.id)
+  for (const id of guests) suspend(plan, id)
+  return guests
+}
+
+/**
+ * Running and paused VMs are suspended with the host (XO's smart reboot
+ * without its evacuation), and resumed on it, running, once it is back.
+ */
 const smartReboot: ActionHandler = async (op, object) => {
-  const guests = preview(op.env, (plan) => liveGuests(plan, running(plan, object.id)).map((vm) => vm.id))
-  const run = new Run(op, BOOT_WAITS + 3 + (guests.length > 0 ? 2 : 0))
-  if (guests.length > 0) {
-    await run.apply((plan) => {
-      for (const id of guests) if (plan.get(id, 'VM').power_state !== 'Halted') suspend(plan, id)
-    })
-  }
+  preview(op.env, (plan) => running(plan, object.id))
+  const run = new Run(op, BOOT_WAITS + 5)
+  const guests = await run.apply((plan) => suspendGuests(plan, object.id))
   await run.apply((plan) => {
-    // VMs that started on it since the previous step go down with it.
-    powerOffGuests(plan, object.id)
+    // VMs that started on it since the previous step are suspended with it too.
+    guests.push(...suspendGuests(plan, object.id))
     haltHost(plan, object.id)
   })
   run.pastPointOfNoReturn()
   await run.wait(BOOT_WAITS)
   await run.apply((plan) => bootHost(plan, object.id, op.env.clock()))
-  if (guests.length === 0) return undefined
   await run.apply((plan) => {
-    for (const id of guests) if (plan.get(id, 'VM').power_state === 'Suspended') powerOn(plan, id, object.id, op.env.clock())
+    // Only those still suspended there: a VM destroyed or resumed meanwhile is left as it is.
+    for (const id of guests) {
+      const vm = plan.find(id)
+      if (vm?.type === 'VM' && vm['power_state'] === 'Suspended' && vm['$container'] === object.id) powerOn(plan, id, object.id, op.env.clock())
+    }
   })
   return undefined
 }
