@@ -123,6 +123,20 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
     simple('clean_reboot', 'reboot:clean', 'Evacuate the running VMs to other hosts, then reboot'),
     simple('clean_shutdown', 'shutdown:clean', 'Evacuate the running VMs to other hosts, then shut down'),
     simple('start', 'start', 'Power on a halted host'),
+    simple('restart_toolstack', 'restart-toolstack', 'Restart the toolstack; the VMs keep running'),
+    simple('scan_pifs', 'scan-pifs', 'Look for new physical interfaces'),
+    simple('emergency_shutdown', 'shutdown:emergency', 'Power off the running VMs of the host, then the host'),
+    simple('smart_reboot', 'reboot:smart', 'Suspend the running VMs, reboot, then resume them on the host'),
+    simple('detach', 'detach', 'Eject a running member host holding no VM or local SR from its pool'),
+    simple('forget', 'forget', 'Remove a halted member host holding no VM or local SR from its pool'),
+    {
+      name: 'management_reconfigure',
+      privilege: 'restart-toolstack',
+      summary: 'Move the management interface to another PIF of the host (its toolstack restarts)',
+      params: params({ pif: Id('a plugged PIF of this host') }),
+      refs: { pif: 'PIF' },
+      refPrivileges: { pif: 'update:management' },
+    },
   ],
   pool: [
     {

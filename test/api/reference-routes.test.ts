@@ -25,13 +25,6 @@ const MISSING: ReadonlyMap<string, string> = new Map([
   ['POST /pbds/{id}/actions/plug', 'issue 31'],
   ['POST /pbds/{id}/actions/unplug', 'issue 31'],
   // Host and pool device actions.
-  ['POST /hosts/{id}/actions/detach', 'issue 31'],
-  ['POST /hosts/{id}/actions/emergency_shutdown', 'issue 31'],
-  ['POST /hosts/{id}/actions/forget', 'issue 31'],
-  ['POST /hosts/{id}/actions/management_reconfigure', 'issue 31'],
-  ['POST /hosts/{id}/actions/restart_toolstack', 'issue 31'],
-  ['POST /hosts/{id}/actions/scan_pifs', 'issue 31'],
-  ['POST /hosts/{id}/actions/smart_reboot', 'issue 31'],
   ['POST /pools/{id}/actions/add_host', 'issue 31'],
   ['POST /pools/{id}/actions/create_bonded_network', 'issue 31'],
   ['POST /pools/{id}/actions/create_internal_network', 'issue 31'],

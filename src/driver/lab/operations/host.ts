@@ -20,7 +20,7 @@ const BOOT_WAITS = 2
 /** VMs migrated together in one evacuation step, as XAPI's host.evacuate does in parallel batches. */
 const EVACUATION_BATCH = 10
 
-function requireHostState(host: Frozen<HostRecord>, expected: HostRecord['power_state']): void {
+export function requireHostState(host: Frozen<HostRecord>, expected: HostRecord['power_state']): void {
   if (host.power_state !== expected) {
     throw incorrectState({ actual: host.power_state, expected, object: host.id, property: 'power_state' })
   }
@@ -51,7 +51,7 @@ export function haltHost(plan: Plan, hostId: string): void {
 }
 
 /** The host is up again, enabled, with a new boot time. */
-function bootHost(plan: Plan, hostId: string, now: number): void {
+export function bootHost(plan: Plan, hostId: string, now: number): void {
   const host = plan.edit(hostId, 'host')
   requireHostState(host, 'Halted')
   const time = seconds(now)

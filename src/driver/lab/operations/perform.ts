@@ -1,6 +1,8 @@
 import type { Created, XoRecord } from '../../types.js'
 import { vbdActions, vifActions } from './devices.js'
 import { hostActions } from './host.js'
+import { hostMaintenanceActions } from './host-maintenance.js'
+import { hostMembershipActions } from './host-membership.js'
 import type { ActionHandler, Params } from './params.js'
 import type { LabType } from './plan.js'
 import { poolActions } from './pool.js'
@@ -12,7 +14,7 @@ import { srActions, vdiActions } from './storage.js'
 /** The lab's implementation of each action of src/model/operations.ts, by type then name. */
 export const actionHandlers = {
   VM: { ...powerActions, ...snapshotActions },
-  host: hostActions,
+  host: { ...hostActions, ...hostMaintenanceActions, ...hostMembershipActions },
   pool: poolActions,
   SR: srActions,
   VDI: vdiActions,
