@@ -1,4 +1,5 @@
 import t from 'tap'
+import { LabDriver } from '../../src/driver/lab/driver.js'
 import { basic, jsonBody, startServer } from '../helpers/server.js'
 
 type Obj = Record<string, unknown>
@@ -21,4 +22,21 @@ t.test('DELETE /vm-templates/{id}: a default template refuses, an unknown id is 
   t.equal(forbidden.status, 403)
 
   t.same((await server.json<string[]>('/rest/v0/vm-templates')).body, templates, 'every template is still there')
+})
+
+t.test('DELETE /vm-templates/{id} destroys a custom template with its drives', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const { driver } = server.app
+  if (!(driver instanceof LabDriver)) throw new Error('the test server runs the lab')
+  const staging = [...driver.objectsOfType('VM')].find((record) => record['name_label'] === 'staging-app')
+  if (staging === undefined) throw new Error('the lab has no staging-app VM')
+  // XAPI's VM.set_is_a_template, which the REST API does not offer: the lab gets a custom template.
+  driver.applyChanges([{ kind: 'update', object: { ...staging, type: 'VM-template', isDefaultTemplate: false } }])
+  const vbds = (await server.json<Obj>(`/rest/v0/vm-templates/${staging.id}`)).body['$VBDs'] as string[]
+  t.ok(vbds.length > 0, 'the template has drives')
+
+  t.equal((await server.request(`/rest/v0/vm-templates/${staging.id}?sync=true`, { method: 'DELETE' })).status, 204)
+  t.equal((await server.request(`/rest/v0/vm-templates/${staging.id}`)).status, 404)
+  for (const vbd of vbds) t.equal((await server.request(`/rest/v0/vbds/${vbd}`)).status, 404, 'its drives went with it')
 })
