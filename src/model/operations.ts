@@ -280,7 +280,7 @@ export const patchByType: Readonly<Record<string, TObject>> = {
 }
 
 /** Types whose objects DELETE destroys. */
-export const deletableTypes: readonly string[] = ['VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'network', 'VBD', 'VIF']
+export const deletableTypes: readonly string[] = ['VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'network', 'VBD', 'VIF', 'VM-template']
 
 /** Types with a `tags` collection addressable item by item. */
 export const taggableTypes = [

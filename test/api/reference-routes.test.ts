@@ -21,7 +21,6 @@ const MISSING: ReadonlyMap<string, string> = new Map([
   ['POST /srs', 'issue 31'],
   ['DELETE /srs/{id}', 'issue 31'],
   ['POST /srs/{id}/actions/forget', 'issue 31'],
-  ['DELETE /vm-templates/{id}', 'issue 31'],
   ['POST /pbds/{id}/actions/plug', 'issue 31'],
   ['POST /pbds/{id}/actions/unplug', 'issue 31'],
   // Host and pool device actions.

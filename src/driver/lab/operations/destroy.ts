@@ -2,7 +2,7 @@ import type { XoRecord } from '../../types.js'
 import { removeDevice } from './devices.js'
 import type { LabType, Plan } from './plan.js'
 import { runTransition, transit, transitionSteps } from './power.js'
-import { removeDisk, removeNetwork, removeVm, removeVmSnapshot } from './removal.js'
+import { removeDisk, removeNetwork, removeVm, removeTemplate, removeVmSnapshot } from './removal.js'
 import { preview, Run, type Operation } from './run.js'
 
 /** DELETE of one type. */
@@ -32,6 +32,7 @@ const removal =
 export const destroyers = {
   VM: destroyVm,
   'VM-snapshot': removal(removeVmSnapshot),
+  'VM-template': removal(removeTemplate),
   VDI: removal(removeDisk),
   'VDI-snapshot': removal(removeDisk),
   network: removal(removeNetwork),

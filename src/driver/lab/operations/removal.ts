@@ -107,6 +107,25 @@ export function removeVm(plan: Plan, id: string): void {
 }
 
 /**
+ * A custom template with its drives, VIFs and the disks no other VM uses; the
+ * default templates ship with the hypervisor and XAPI refuses to destroy them.
+ */
+export function removeTemplate(plan: Plan, id: string): void {
+  const template = plan.get(id, 'VM-template')
+  if (template.isDefaultTemplate) throw incorrectState({ actual: true, expected: false, object: id, property: 'isDefaultTemplate' })
+  for (const vbdId of [...template.$VBDs]) {
+    const diskId = plan.get(vbdId, 'VBD').VDI
+    removeVbd(plan, vbdId)
+    if (diskId === undefined) continue
+    const disk = plan.get(diskId, 'VDI', 'VDI-snapshot')
+    if (disk.type === 'VDI' && disk.$VBDs.length === 0 && plan.get(disk.$SR, 'SR').content_type !== 'iso') removeDisk(plan, diskId)
+  }
+  for (const vifId of [...template.VIFs]) removeVif(plan, vifId)
+  plan.remove(id, 'VM-template')
+  forgetMessages(plan, [template.uuid])
+}
+
+/**
  * A network nobody is using: not the hosts' management network, and no VIF
  * plugged in. Unplugged VIFs (of halted VMs and snapshots) and the hosts'
  * PIFs on it go with it.
