@@ -34,7 +34,6 @@ const MISSING: ReadonlyMap<string, string> = new Map([
   ['POST /hosts/{id}/actions/smart_reboot', 'issue 31'],
   ['POST /pools/{id}/actions/add_host', 'issue 31'],
   ['POST /pools/{id}/actions/create_bonded_network', 'issue 31'],
-  ['POST /pools/{id}/actions/create_internal_network', 'issue 31'],
   ['POST /pools/{id}/actions/create_network', 'issue 31'],
   ['POST /pools/{id}/actions/management_reconfigure', 'issue 31'],
   ['POST /pools/{id}/actions/rolling_update', 'issue 31'],
