@@ -150,6 +150,7 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
     },
     simple('emergency_shutdown', 'emergency-shutdown', 'Hard-shut down every running VM of the pool, then its hosts'),
     simple('rolling_reboot', 'rolling-reboot', 'Reboot the hosts one by one, evacuating each first'),
+    { name: 'create_internal_network', privilege: 'create:network', summary: 'Create a network with no PIF, for VMs of one host to talk to each other', params: params({ name: Label, description: Type.Optional(Type.String({ maxLength: 1024 })), mtu: Type.Optional(Type.Integer({ minimum: 68, maximum: 9000 })) }), creates: 'network' },
   ],
   SR: [
     simple('scan', 'scan', 'Rescan the SR for disks'),

@@ -26,7 +26,6 @@ const MISSING: ReadonlyMap<string, string> = new Map([
   // Host and pool device actions.
   ['POST /pools/{id}/actions/add_host', 'issue 31'],
   ['POST /pools/{id}/actions/create_bonded_network', 'issue 31'],
-  ['POST /pools/{id}/actions/create_internal_network', 'issue 31'],
   ['POST /pools/{id}/actions/create_network', 'issue 31'],
   ['POST /pools/{id}/actions/management_reconfigure', 'issue 31'],
   ['POST /pools/{id}/actions/rolling_update', 'issue 31'],

@@ -1,4 +1,5 @@
 import { createVmAction } from './create-vm.js'
+import { createInternalNetwork } from './pool-network.js'
 import { powerOff } from './guest.js'
 import { haltHost, stopHost, stopSteps, type StopOptions } from './host.js'
 import type { ActionHandler } from './params.js'
@@ -79,4 +80,5 @@ export const poolActions: Readonly<Record<string, ActionHandler>> = {
   create_vm: createVmAction,
   emergency_shutdown: emergencyShutdown,
   rolling_reboot: rollingReboot,
+  create_internal_network: createInternalNetwork,
 }
