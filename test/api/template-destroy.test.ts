@@ -25,14 +25,23 @@ t.test('DELETE /vm-templates/{id}: a default template refuses, an unknown id is 
 })
 
 t.test('DELETE /vm-templates/{id} destroys a custom template with its drives', async (t) => {
-  const server = await startServer()
+  // The lab itself, under whatever driver the suite runs (KEEL_TEST_DRIVER).
+  let lab: LabDriver | undefined
+  const server = await startServer({
+    app: {
+      wrapDriver: (driver) => {
+        if (driver instanceof LabDriver) lab = driver
+        return driver
+      },
+    },
+  })
   t.teardown(() => server.close())
-  const { driver } = server.app
-  if (!(driver instanceof LabDriver)) throw new Error('the test server runs the lab')
-  const staging = [...driver.objectsOfType('VM')].find((record) => record['name_label'] === 'staging-app')
+  if (lab === undefined) throw new Error('the test server runs the lab')
+  const staging = [...lab.objectsOfType('VM')].find((record) => record['name_label'] === 'staging-app')
   if (staging === undefined) throw new Error('the lab has no staging-app VM')
   // XAPI's VM.set_is_a_template, which the REST API does not offer: the lab gets a custom template.
-  driver.applyChanges([{ kind: 'update', object: { ...staging, type: 'VM-template', isDefaultTemplate: false } }])
+  lab.applyChanges([{ kind: 'update', object: { ...staging, type: 'VM-template', isDefaultTemplate: false } }])
+  await server.app.driver.waitFor(staging.id, { until: (record) => record.type === 'VM-template' })
   const vbds = (await server.json<Obj>(`/rest/v0/vm-templates/${staging.id}`)).body['$VBDs'] as string[]
   t.ok(vbds.length > 0, 'the template has drives')
 
