@@ -1,11 +1,10 @@
 import t from 'tap'
 import { poolDashboard } from '../../src/api/dashboard.js'
 import { PoolMembersIndex } from '../../src/api/pool-members.js'
-import { LabDriver } from '../../src/driver/lab/driver.js'
 import { labUsage } from '../../src/driver/lab/usage.js'
 import type { XoRecord } from '../../src/driver/types.js'
 import { demoIds } from '../helpers/demo-lab.js'
-import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { basic, jsonBody, startLabServer, startServer, type TestServer } from '../helpers/server.js'
 import { ndjsonValues } from '../helpers/streams.js'
 
 interface Top {
@@ -131,16 +130,8 @@ t.test('GET /rest/v0/pools/:id/dashboard', async (t) => {
 })
 
 t.test('the dashboard kept from changes equals one computed afresh, change after change', async (t) => {
-  // The lab itself, under whatever driver the suite runs (KEEL_TEST_DRIVER), to raise an alarm as a pool would.
-  let lab: LabDriver | undefined
-  const server = await startServer({
-    app: {
-      wrapDriver: (driver) => {
-        if (driver instanceof LabDriver) lab = driver
-        return driver
-      },
-    },
-  })
+  // The lab raises an alarm as a pool would.
+  const { server, lab } = await startLabServer()
   t.teardown(() => server.close())
   const demo = await demoIds(server)
   const path = `/rest/v0/pools/${demo.pool}/dashboard`
@@ -210,7 +201,6 @@ t.test('the dashboard kept from changes equals one computed afresh, change after
     time: 1,
     $object: String(created['id']),
   }
-  if (lab === undefined) throw new Error('the test server runs the lab')
   lab.applyChanges([{ kind: 'add', object: message }])
   await driver.settled()
   const raised = await check('an alarm raised')

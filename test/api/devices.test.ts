@@ -1,23 +1,14 @@
 import t from 'tap'
 import { demoIds } from '../helpers/demo-lab.js'
-import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { scopedAuth } from '../helpers/scoped-user.js'
+import { jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
 type Obj = Record<string, unknown>
 
-const PASSWORD = 'a-user-password'
 const get = async (server: TestServer, path: string): Promise<Obj> => (await server.json<Obj>(path)).body
 const post = (server: TestServer, path: string, body: unknown, auth?: string) => server.json<Obj>(path, { ...jsonBody(body), ...(auth === undefined ? {} : { auth }) })
 const act = (server: TestServer, path: string) => server.json<Obj>(`${path}?sync=true`, { method: 'POST' })
 const count = async (server: TestServer, collection: string): Promise<number> => (await server.json<string[]>(`/rest/v0/${collection}`)).body.length
-
-/** A user holding exactly `privileges` (allow, no selector). */
-async function userWith(server: TestServer, email: string, privileges: Array<{ resource: string; action: string }>): Promise<string> {
-  const user = await server.json<{ id: string }>('/rest/v0/users', jsonBody({ email, password: PASSWORD }))
-  const role = await server.json<{ id: string }>('/rest/v0/acl-roles', jsonBody({ name: email }))
-  for (const privilege of privileges) await server.json('/rest/v0/acl-privileges', jsonBody({ effect: 'allow', ...privilege, roleId: role.body.id }))
-  await server.request(`/rest/v0/acl-roles/${role.body.id}/users/${user.body.id}`, { method: 'PUT' })
-  return basic(email, PASSWORD)
-}
 
 t.test('POST /vdis, /vbds and /vifs create, connect and disconnect act on a running VM, DELETE removes', async (t) => {
   const server = await startServer()
@@ -91,7 +82,7 @@ t.test('refusals: the state, a used slot, a missing object, a bad field, a calle
   t.match(await post(server, '/rest/v0/vdis', { srId: demo.defaultSr, name_label: 'x', virtual_size: 0 }), { status: 422, body: { data: { errors: [{ path: 'body.virtual_size' }] } } })
   t.match(await post(server, '/rest/v0/vbds', { VM: demo.haltedVm }), { status: 422, body: { data: { errors: [{ path: 'body.VDI' }] } } }, 'a disk drive needs a disk')
 
-  const reader = await userWith(server, 'reader@example.net', [
+  const reader = await scopedAuth(server, 'reader@example.net', [
     { resource: 'vm', action: 'read' },
     { resource: 'vdi', action: 'read' },
     { resource: 'vbd', action: 'read' },

@@ -1,21 +1,13 @@
 import t from 'tap'
 import { demoIds } from '../helpers/demo-lab.js'
-import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { scopedAuth } from '../helpers/scoped-user.js'
+import { jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
 type Obj = Record<string, unknown>
 
-const PASSWORD = 'a-user-password'
 const get = async (server: TestServer, path: string): Promise<Obj> => (await server.json<Obj>(path)).body
 const act = (server: TestServer, path: string, body?: unknown, auth?: string) =>
   server.json<Obj>(`${path}?sync=true`, { method: 'POST', ...(body === undefined ? {} : jsonBody(body)), ...(auth === undefined ? {} : { auth }) })
-
-async function userWith(server: TestServer, email: string, privileges: Array<{ resource: string; action: string }>): Promise<string> {
-  const user = await server.json<{ id: string }>('/rest/v0/users', jsonBody({ email, password: PASSWORD }))
-  const role = await server.json<{ id: string }>('/rest/v0/acl-roles', jsonBody({ name: email }))
-  for (const privilege of privileges) await server.json('/rest/v0/acl-privileges', jsonBody({ effect: 'allow', ...privilege, roleId: role.body.id }))
-  await server.request(`/rest/v0/acl-roles/${role.body.id}/users/${user.body.id}`, { method: 'PUT' })
-  return basic(email, PASSWORD)
-}
 
 const liveVmsOn = async (server: TestServer, hostId: string): Promise<string[]> =>
   (await server.json<Obj[]>('/rest/v0/vms?fields=id,$container,power_state')).body
@@ -59,7 +51,7 @@ t.test('management_reconfigure moves the management flag to another PIF of the h
   t.match(await act(server, path, { pif: 'nopif' }), { status: 404, body: { code: 'NO_SUCH_OBJECT', data: { id: 'nopif', type: 'PIF' } } })
   t.match(await act(server, path, {}), { status: 422, body: { code: 'INVALID_PARAMETERS', data: { errors: [{ path: 'body.pif' }] } } })
   t.match(await act(server, path, { pif: String(foreign['id']) }), { status: 422, body: { code: 'INVALID_PARAMETERS', data: { errors: [{ path: 'body.pif' }] } } })
-  const auth = await userWith(server, 'pifless@example.org', [{ resource: 'host', action: 'restart-toolstack' }, { resource: 'pif', action: 'read' }])
+  const auth = await scopedAuth(server, 'pifless@example.org', [{ resource: 'host', action: 'restart-toolstack' }, { resource: 'pif', action: 'read' }])
   t.match(await act(server, path, { pif: String(target['id']) }, auth), { status: 403 })
   t.same(await managementOf(), before, 'nothing changed')
 
@@ -75,7 +67,7 @@ t.test('emergency_shutdown powers off the VMs and the host; actions on a halted 
   const vms = await liveVmsOn(server, host)
   t.ok(vms.length > 0)
 
-  const auth = await userWith(server, 'noemergency@example.org', [{ resource: 'host', action: 'shutdown:clean' }])
+  const auth = await scopedAuth(server, 'noemergency@example.org', [{ resource: 'host', action: 'shutdown:clean' }])
   t.match(await act(server, `/rest/v0/hosts/${host}/actions/emergency_shutdown`, undefined, auth), { status: 403 })
   t.same(await liveVmsOn(server, host), vms, 'nothing changed')
   t.match(await act(server, '/rest/v0/hosts/nohost/actions/emergency_shutdown'), { status: 404, body: { code: 'NO_SUCH_OBJECT' } })

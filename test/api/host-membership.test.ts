@@ -1,21 +1,13 @@
 import t from 'tap'
 import { demoIds } from '../helpers/demo-lab.js'
-import { basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { scopedAuth } from '../helpers/scoped-user.js'
+import { jsonBody, startServer, type TestServer } from '../helpers/server.js'
 
 type Obj = Record<string, unknown>
 
-const PASSWORD = 'a-user-password'
 const get = async (server: TestServer, path: string): Promise<Obj> => (await server.json<Obj>(path)).body
 const act = (server: TestServer, path: string, body?: unknown, auth?: string) =>
   server.json<Obj>(`${path}?sync=true`, { method: 'POST', ...(body === undefined ? {} : jsonBody(body)), ...(auth === undefined ? {} : { auth }) })
-
-async function userWith(server: TestServer, email: string, privileges: Array<{ resource: string; action: string }>): Promise<string> {
-  const user = await server.json<{ id: string }>('/rest/v0/users', jsonBody({ email, password: PASSWORD }))
-  const role = await server.json<{ id: string }>('/rest/v0/acl-roles', jsonBody({ name: email }))
-  for (const privilege of privileges) await server.json('/rest/v0/acl-privileges', jsonBody({ effect: 'allow', ...privilege, roleId: role.body.id }))
-  await server.request(`/rest/v0/acl-roles/${role.body.id}/users/${user.body.id}`, { method: 'PUT' })
-  return basic(email, PASSWORD)
-}
 
 /** Empties a member host: its VMs and the disks of its local SR are destroyed. */
 async function emptyHost(server: TestServer, hostId: string): Promise<void> {
@@ -47,7 +39,7 @@ t.test('forget and detach refuse the master, a host holding VMs or disks, a miss
     status: 422,
     body: { code: 'INVALID_PARAMETERS', data: { errors: [{ path: 'body.force' }] } },
   })
-  const auth = await userWith(server, 'nodetach@example.org', [{ resource: 'host', action: 'disable' }])
+  const auth = await scopedAuth(server, 'nodetach@example.org', [{ resource: 'host', action: 'disable' }])
   await emptyHost(server, demo.host3)
   t.match(await act(server, `/rest/v0/hosts/${demo.host3}/actions/forget`, undefined, auth), { status: 403 })
   t.same(await hosts(), before, 'nothing changed')

@@ -1,6 +1,5 @@
 import t from 'tap'
-import { LabDriver } from '../../src/driver/lab/driver.js'
-import { basic, jsonBody, startServer } from '../helpers/server.js'
+import { basic, jsonBody, startLabServer, startServer } from '../helpers/server.js'
 
 type Obj = Record<string, unknown>
 
@@ -25,18 +24,8 @@ t.test('DELETE /vm-templates/{id}: a default template refuses, an unknown id is 
 })
 
 t.test('DELETE /vm-templates/{id} destroys a custom template with its drives', async (t) => {
-  // The lab itself, under whatever driver the suite runs (KEEL_TEST_DRIVER).
-  let lab: LabDriver | undefined
-  const server = await startServer({
-    app: {
-      wrapDriver: (driver) => {
-        if (driver instanceof LabDriver) lab = driver
-        return driver
-      },
-    },
-  })
+  const { server, lab } = await startLabServer()
   t.teardown(() => server.close())
-  if (lab === undefined) throw new Error('the test server runs the lab')
   const staging = [...lab.objectsOfType('VM')].find((record) => record['name_label'] === 'staging-app')
   if (staging === undefined) throw new Error('the lab has no staging-app VM')
   // XAPI's VM.set_is_a_template, which the REST API does not offer: the lab gets a custom template.

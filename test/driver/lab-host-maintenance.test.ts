@@ -1,20 +1,6 @@
 import t from 'tap'
-import type { LabDriver } from '../../src/driver/lab/driver.js'
-import { context, openLab, type Context } from '../helpers/lab.js'
-import { act, allRecords, current, named, problems, progressComplete } from './fixtures/lab.js'
-
-/** A context whose every progress report (one per step) also checks the whole lab. */
-function checkingContext(driver: LabDriver, seen: string[]): Context {
-  const ctx = context()
-  const report = ctx.progress
-  return {
-    ...ctx,
-    progress: (percent) => {
-      report(percent)
-      seen.push(...problems(driver).map((problem) => `at ${percent}%: ${problem}`))
-    },
-  }
-}
+import { context, openLab } from '../helpers/lab.js'
+import { act, allRecords, checkingContext, current, named, problems, progressComplete } from './fixtures/lab.js'
 
 t.test('smart_reboot and emergency_shutdown keep the lab consistent at every step', async (t) => {
   const { driver } = await openLab(t)

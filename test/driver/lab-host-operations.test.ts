@@ -1,24 +1,11 @@
 import t from 'tap'
 import type { LabDriver } from '../../src/driver/lab/driver.js'
 import type { HostRecord } from '../../src/model/records.js'
-import { context, openLab, type Context } from '../helpers/lab.js'
-import { act, current, failure, field, named, problems, progressComplete } from './fixtures/lab.js'
+import { context, openLab } from '../helpers/lab.js'
+import { act, checkingContext, current, failure, field, named, problems, progressComplete } from './fixtures/lab.js'
 import { crowdedHost, TWO_POOLS } from './fixtures/specs.js'
 
 const hostOf = (driver: LabDriver, id: string): HostRecord => current(driver, id) as unknown as HostRecord
-
-/** A context whose every progress report (one per step) also checks the whole lab. */
-function checkingContext(driver: LabDriver, seen: string[]): Context {
-  const ctx = context()
-  const report = ctx.progress
-  return {
-    ...ctx,
-    progress: (percent) => {
-      report(percent)
-      seen.push(...problems(driver).map((problem) => `at ${percent}%: ${problem}`))
-    },
-  }
-}
 
 t.test('disable and enable are idempotent and need a running host', async (t) => {
   const { driver, changes } = await openLab(t)

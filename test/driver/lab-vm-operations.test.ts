@@ -1,33 +1,8 @@
 import t from 'tap'
 import type { HostRecord, VmRecord } from '../../src/model/records.js'
 import { context, openLab } from '../helpers/lab.js'
-import { act, current, failure, field, named, problems, progressComplete } from './fixtures/lab.js'
+import { act, current, failure, field, named, problems, progressComplete, SAMPLES, TRANSITIONS, type State } from './fixtures/lab.js'
 import { TWO_POOLS } from './fixtures/specs.js'
-
-type State = VmRecord['power_state']
-
-/** The demo VM in each power state. */
-const SAMPLES: Record<State, string> = {
-  Running: 'web-01',
-  Paused: 'ci-runner-01',
-  Suspended: 'win11-desktop',
-  Halted: 'staging-app',
-}
-
-/** Each VM action: the states it accepts and the state it leaves. */
-const TRANSITIONS: Record<string, { from: State[]; to?: State }> = {
-  start: { from: ['Halted'], to: 'Running' },
-  clean_shutdown: { from: ['Running'], to: 'Halted' },
-  hard_shutdown: { from: ['Running', 'Paused', 'Suspended'], to: 'Halted' },
-  clean_reboot: { from: ['Running'], to: 'Running' },
-  hard_reboot: { from: ['Running', 'Paused'], to: 'Running' },
-  pause: { from: ['Running'], to: 'Paused' },
-  unpause: { from: ['Paused'], to: 'Running' },
-  suspend: { from: ['Running'], to: 'Suspended' },
-  resume: { from: ['Suspended'], to: 'Running' },
-  migrate: { from: ['Running', 'Paused'] },
-  clone: { from: ['Halted'] },
-}
 
 t.test('the seeded demo lab is consistent', async (t) => {
   const { driver } = await openLab(t)

@@ -2,7 +2,7 @@ import t from 'tap'
 import type { Driver } from '../../src/driver/types.js'
 import { openLab } from '../helpers/lab.js'
 import { driverConformance } from './conformance.js'
-import { named, problems } from './fixtures/lab.js'
+import { demoCases, problems } from './fixtures/lab.js'
 import { LaggedDriver, randomDelays } from './lagged-driver.js'
 
 const SEED = Number(process.env['KEEL_TEST_LAG_SEED'] ?? Date.now() % 2 ** 31)
@@ -31,17 +31,6 @@ driverConformance(t, {
       reopen: async (): Promise<Driver> => lagged(t, { dataDir: lab.dataDir, keep: true }, SEED + opened++),
     }
   },
-  cases: (driver) => {
-    const [snapshot] = driver.objectsOfType('VM-snapshot')
-    if (snapshot === undefined) throw new Error('the demo lab has no VM-snapshot')
-    return {
-      action: { object: named(driver, 'VM', 'staging-app'), action: 'start' },
-      wrongState: { object: named(driver, 'VM', 'staging-app'), action: 'pause' },
-      abortable: { object: named(driver, 'host', 'xcp-ng-02'), action: 'clean_reboot' },
-      patch: { object: named(driver, 'VM', 'web-01'), patch: { nameDescription: 'conformance' }, expect: { name_description: 'conformance' } },
-      destroy: snapshot,
-      snapshotVm: named(driver, 'VM', 'web-01'),
-    }
-  },
+  cases: demoCases,
   problems,
 })

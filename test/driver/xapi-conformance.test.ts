@@ -4,7 +4,7 @@ import { recordSchemas } from '../../src/model/records.js'
 import { connectDriver, injectFault, simulatedPool } from '../helpers/xapi-driver.js'
 import { PASSWORD, type RunningSimulator } from '../helpers/xapi-simulator.js'
 import { driverConformance } from './conformance.js'
-import { named } from './fixtures/lab.js'
+import { demoCases, named } from './fixtures/lab.js'
 
 driverConformance(t, {
   async open(t) {
@@ -15,18 +15,7 @@ driverConformance(t, {
       reopen: async (): Promise<Driver> => (await connectDriver(t, simulator.url)).driver,
     }
   },
-  cases: (driver) => {
-    const [snapshot] = driver.objectsOfType('VM-snapshot')
-    if (snapshot === undefined) throw new Error('the demo lab has no VM-snapshot')
-    return {
-      action: { object: named(driver, 'VM', 'staging-app'), action: 'start' },
-      wrongState: { object: named(driver, 'VM', 'staging-app'), action: 'pause' },
-      abortable: { object: named(driver, 'host', 'xcp-ng-02'), action: 'clean_reboot' },
-      patch: { object: named(driver, 'VM', 'web-01'), patch: { nameDescription: 'conformance' }, expect: { name_description: 'conformance' } },
-      destroy: snapshot,
-      snapshotVm: named(driver, 'VM', 'web-01'),
-    }
-  },
+  cases: demoCases,
 })
 
 type Served = Map<string, XoRecord>

@@ -6,15 +6,7 @@ import { Limiter } from '../../src/driver/xapi/limiter.js'
 import { TaskFollowers, taskOutcome } from '../../src/driver/xapi/tasks.js'
 import { normalizeFingerprint } from '../../src/driver/xapi/tls.js'
 import { XapiError } from '../../src/driver/xapi/types.js'
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise
-  } catch (error) {
-    return error
-  }
-  return 'no failure'
-}
+import { failure } from '../helpers/xapi-driver.js'
 
 t.test('barrier: a wait resolves once a token at or past it is applied, gives up with INDEX_TIMEOUT, fails on close', async (t) => {
   const barrier = new TokenBarrier()

@@ -7,7 +7,7 @@ import { INSTALLATION_MARK } from '../../src/installation.js'
 import { context } from '../helpers/lab.js'
 import { simulatedPool, type SimulatedPool } from '../helpers/xapi-pool.js'
 import type { TestScope } from '../helpers/lab.js'
-import { failure } from './fixtures/lab.js'
+import { failure, SAMPLES, TRANSITIONS, type State } from './fixtures/lab.js'
 
 interface Setup extends SimulatedPool {
   readonly ops: XapiOperations
@@ -27,23 +27,9 @@ async function setup(t: TestScope, stepDelay?: number): Promise<Setup> {
   return { ...sim, ops: new XapiOperations(sim.locator, sim.index), named, of: (record) => sim.xapi(String(record['_xapiRef'])) }
 }
 
-const SAMPLES = { Running: 'web-01', Paused: 'ci-runner-01', Suspended: 'win11-desktop', Halted: 'staging-app' } as const
-type State = keyof typeof SAMPLES
-
-const TRANSITIONS: Record<string, { from: State[]; to: State }> = {
-  start: { from: ['Halted'], to: 'Running' },
-  clean_shutdown: { from: ['Running'], to: 'Halted' },
-  hard_shutdown: { from: ['Running', 'Paused', 'Suspended'], to: 'Halted' },
-  clean_reboot: { from: ['Running'], to: 'Running' },
-  hard_reboot: { from: ['Running', 'Paused'], to: 'Running' },
-  pause: { from: ['Running'], to: 'Paused' },
-  unpause: { from: ['Paused'], to: 'Running' },
-  suspend: { from: ['Running'], to: 'Suspended' },
-  resume: { from: ['Suspended'], to: 'Running' },
-}
-
 t.test('every power action in every power state runs as XAPI runs it, or is refused as the lab refuses it', async (t) => {
-  for (const [action, { from, to }] of Object.entries(TRANSITIONS)) {
+  // The power actions: those that leave the VM in a state of its own.
+  for (const [action, { from, to }] of Object.entries(TRANSITIONS).filter(([, transition]) => transition.to !== undefined)) {
     const env = await setup(t)
     for (const [state, name] of Object.entries(SAMPLES) as Array<[State, string]>) {
       const vm = env.named('VM', name)

@@ -19,3 +19,6 @@ export async function scopedUser(server: TestServer, email: string, privileges: 
   await server.request(`/rest/v0/acl-roles/${role.body.id}/users/${user.body.id}`, { method: 'PUT' })
   return { id: user.body.id, auth: basic(email, PASSWORD) }
 }
+
+/** The Basic header of a new user holding exactly these privileges. */
+export const scopedAuth = async (...args: Parameters<typeof scopedUser>): Promise<string> => (await scopedUser(...args)).auth

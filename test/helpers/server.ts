@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { pino } from 'pino'
 import { createApp, type App, type AppOptions } from '../../src/app.js'
 import { loadConfig, type ConfigOverrides } from '../../src/config/config.js'
+import { LabDriver } from '../../src/driver/lab/driver.js'
 import type { Driver } from '../../src/driver/types.js'
 import type { XapiDriverOptions } from '../../src/driver/xapi/driver.js'
 import { openSimulator } from '../../src/simulator/simulator.js'
@@ -138,4 +139,27 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
 
 export function jsonBody(value: unknown, method = 'POST'): RequestInit {
   return { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(value) }
+}
+
+/**
+ * A server, and the lab under whatever driver the suite runs
+ * (KEEL_TEST_DRIVER=lagged), for changes a pool makes on its own. Refused
+ * where no lab serves (KEEL_TEST_DRIVER=xapi).
+ */
+export async function startLabServer(options: StartOptions = {}): Promise<{ server: TestServer; lab: LabDriver }> {
+  let lab: LabDriver | undefined
+  const wrap = options.app?.wrapDriver
+  const server = await startServer({
+    ...options,
+    app: {
+      ...options.app,
+      wrapDriver: (driver) => {
+        if (driver instanceof LabDriver) lab = driver
+        return wrap?.(driver) ?? driver
+      },
+    },
+  })
+  if (lab !== undefined) return { server, lab }
+  await server.close()
+  throw new Error('the test server runs no lab')
 }

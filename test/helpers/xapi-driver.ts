@@ -37,3 +37,13 @@ export async function injectFault(url: string, faults: Record<string, unknown>):
   })
   if (response.status !== 200) throw new Error(`faults ${JSON.stringify(faults)}: ${response.status} ${await response.text()}`)
 }
+
+/** What a promise rejected with, or 'no failure'. */
+export async function failure(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise
+  } catch (error) {
+    return error
+  }
+  return 'no failure'
+}

@@ -54,3 +54,13 @@ export async function startSimulator(t: TestScope, options: Partial<SimulatorOpt
   }
   return { url, simulator, dataDir, json, xml, call, login: (originator = 'test') => call<string>('session.login_with_password', ['root', PASSWORD, '1.0', originator]) }
 }
+
+/** A task's record once it is no longer pending, followed through `event.from` (no polling). */
+export async function taskOutcome(xapi: RunningSimulator, session: string, task: string): Promise<Record<string, unknown>> {
+  let { token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], '', 0])
+  for (;;) {
+    const record = await xapi.call<Record<string, unknown>>('task.get_record', [session, task])
+    if (record['status'] !== 'pending' && record['status'] !== 'cancelling') return record
+    ;({ token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], token, 30]))
+  }
+}

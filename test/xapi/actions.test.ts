@@ -1,22 +1,8 @@
 import t from 'tap'
 import { decodeXmlRpc } from '../../src/xapi/xml-rpc.js'
-import { startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
+import { startSimulator, type RunningSimulator, taskOutcome } from '../helpers/xapi-simulator.js'
 
 type Records = Record<string, Record<string, unknown>>
-interface Batch {
-  events: Array<{ class: string; ref: string; snapshot: Record<string, unknown> }>
-  token: string
-}
-
-/** Follows event.from until the task leaves pending/cancelling (no polling with sleeps), and answers its record. */
-async function settled(xapi: RunningSimulator, session: string, task: string): Promise<Record<string, unknown>> {
-  let { token } = await xapi.call<Batch>('event.from', [session, ['task'], '', 0])
-  for (;;) {
-    const record = await xapi.call<Record<string, unknown>>('task.get_record', [session, task])
-    if (record['status'] !== 'pending' && record['status'] !== 'cancelling') return record
-    ;({ token } = await xapi.call<Batch>('event.from', [session, ['task'], token, 30]))
-  }
-}
 
 async function pick(xapi: RunningSimulator, session: string, test: (vm: Record<string, unknown>) => boolean): Promise<[string, Record<string, unknown>]> {
   const found = Object.entries(await xapi.call<Records>('VM.get_all_records', [session])).find(([, vm]) => test(vm))
@@ -54,18 +40,18 @@ t.test('Async calls answer a task that progresses and settles; task.result is XM
   const task = await xapi.call<string>('Async.VM.snapshot', [session, ref, 'before upgrade'])
   t.match(task, /^OpaqueRef:/)
   t.match(await xapi.call('task.get_record', [session, task]), { name_label: 'Async.VM.snapshot', status: 'pending' })
-  const done = await settled(xapi, session, task)
+  const done = await taskOutcome(xapi, session, task)
   t.match(done, { status: 'success', progress: 1, error_info: [] })
   t.match(done['result'], /^<value>OpaqueRef:[^<]+<\/value>$/)
   const snapshot = String(decodeXmlRpc(String(done['result'])))
   t.match(await xapi.call('VM.get_record', [session, snapshot]), { is_a_snapshot: true, is_a_template: true, snapshot_of: ref, name_label: 'before upgrade' })
   t.ok((await xapi.call<string[]>('VM.get_snapshots', [session, ref])).includes(snapshot))
 
-  const failed = await settled(xapi, session, await xapi.call<string>('Async.VM.start', [session, ref, false, false]))
+  const failed = await taskOutcome(xapi, session, await xapi.call<string>('Async.VM.start', [session, ref, false, false]))
   t.match(failed, { status: 'failure', result: '', error_info: ['VM_BAD_POWER_STATE', ref, 'halted', 'running'] })
 
   const shutdownTask = await xapi.call<string>('Async.VM.clean_shutdown', [session, ref])
-  t.match(await settled(xapi, session, shutdownTask), { status: 'success', result: '' }, 'void results are empty strings')
+  t.match(await taskOutcome(xapi, session, shutdownTask), { status: 'success', result: '' }, 'void results are empty strings')
   await xapi.call('task.destroy', [session, shutdownTask])
   t.equal((await xapi.call<string[]>('task.get_all', [session])).length, 2, 'a destroyed task is gone')
   t.same(await xapi.json('Async.VM.get_record', [session, ref]), { error: ['MESSAGE_METHOD_UNKNOWN', 'Async.VM.get_record'] })
@@ -77,7 +63,7 @@ t.test('task.cancel stops an operation in flight and leaves the VM as it was', a
   const [ref] = await pick(xapi, session, ordinary('Halted'))
   const task = await xapi.call<string>('Async.VM.start', [session, ref, false, false])
   t.equal(await xapi.call('task.cancel', [session, task]), '')
-  const done = await settled(xapi, session, task)
+  const done = await taskOutcome(xapi, session, task)
   t.match(done, { status: 'cancelled', error_info: ['TASK_CANCELLED', task] })
   t.equal(await xapi.call('VM.get_power_state', [session, ref]), 'Halted')
   t.same(await xapi.json('task.cancel', [session, task]), { error: ['OPERATION_NOT_ALLOWED', `task ${task} is not pending`] })
@@ -152,13 +138,13 @@ t.test('VM.pool_migrate moves a running VM; host.evacuate moves every guest off 
   t.equal(await xapi.call('VM.get_resident_on', [session, guest]), target, 'pool_migrate moved it')
   t.same(await xapi.json('VM.pool_migrate', [session, guest, target, {}]), { error: ['OPERATION_NOT_ALLOWED', `invalid parameters: body.hostId the VM already runs on host ${String(hosts[String(target)]?.['uuid'])}`] })
 
-  const evacuation = await settled(xapi, session, await xapi.call<string>('Async.host.evacuate', [session, free]))
+  const evacuation = await taskOutcome(xapi, session, await xapi.call<string>('Async.host.evacuate', [session, free]))
   t.match(evacuation, { status: 'success', progress: 1 })
   const live = ['Running', 'Paused']
   const left = await xapi.call<string[]>('host.get_resident_VMs', [session, free])
   t.same(left.filter((vm) => vms[vm]?.['is_control_domain'] === false && live.includes(String(vms[vm]?.['power_state']))), [], 'no running guest is left on it (a suspended one stays, as the lab keeps it)')
 
-  const refused = await settled(xapi, session, await xapi.call<string>('Async.host.evacuate', [session, stuck]))
+  const refused = await taskOutcome(xapi, session, await xapi.call<string>('Async.host.evacuate', [session, stuck]))
   t.match(refused, { status: 'failure', error_info: ['NO_HOSTS_AVAILABLE'] })
   t.same(await xapi.json('host.evacuate', [session, 'OpaqueRef:nope']), { error: ['HANDLE_INVALID', 'host', 'OpaqueRef:nope'] })
 })
@@ -189,7 +175,7 @@ t.test('VM.copy of a halted VM: its disks copied to the SR given, or beside the 
   const [target] = Object.entries(srs).find(([sr, record]) => poolOf(sr) === poolOf(ref) && record['content_type'] === 'user' && originals.every((vdi) => vdi['SR'] !== sr)) ?? []
   if (target === undefined) throw new Error('no other SR for disks in the VM\u2019s pool of the demo lab')
   const task = await xapi.call<string>('Async.VM.copy', [session, ref, 'elsewhere', target])
-  const done = await settled(xapi, session, task)
+  const done = await taskOutcome(xapi, session, task)
   t.match(done, { status: 'success', progress: 1 })
   const elsewhere = String(decodeXmlRpc(String(done['result'])))
   t.same((await disksOf(elsewhere)).map((vdi) => vdi['SR']), originals.map(() => target), 'every disk on the SR given')

@@ -1,18 +1,9 @@
 import t from 'tap'
 import { decodeXmlRpc } from '../../src/xapi/xml-rpc.js'
-import { startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
+import { startSimulator, taskOutcome } from '../helpers/xapi-simulator.js'
 
 type Records = Record<string, Record<string, unknown>>
 const GiB = 2 ** 30
-
-async function settled(xapi: RunningSimulator, session: string, task: string): Promise<Record<string, unknown>> {
-  let { token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], '', 0])
-  for (;;) {
-    const record = await xapi.call<Record<string, unknown>>('task.get_record', [session, task])
-    if (record['status'] !== 'pending' && record['status'] !== 'cancelling') return record
-    ;({ token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], token, 30]))
-  }
-}
 
 const blank = (name: string) => ({
   name_label: name,
@@ -86,7 +77,7 @@ t.test('VM.create, then VBD and VIF create, plug, unplug and destroy, with XAPI\
   const hot = await xapi.call<string>('VBD.create', [session, { ...vbdArgs, VDI: extra, userdevice: 'autodetect', bootable: false }])
   t.match(await xapi.call('VBD.get_record', [session, hot]), { userdevice: '1', currently_attached: false }, 'on a running VM a new drive starts unplugged')
   const task = await xapi.call<string>('Async.VBD.plug', [session, hot])
-  t.match(await settled(xapi, session, task), { status: 'success', result: '' })
+  t.match(await taskOutcome(xapi, session, task), { status: 'success', result: '' })
   t.equal(await xapi.call('VBD.get_currently_attached', [session, hot]), true)
   t.same(await xapi.json('VBD.plug', [session, hot]), { error: ['DEVICE_ALREADY_ATTACHED', hot] })
   t.same(await xapi.json('VBD.destroy', [session, hot]), { error: ['OPERATION_NOT_ALLOWED', 'VBD currently attached to a running VM'] })
@@ -99,7 +90,7 @@ t.test('VM.create, then VBD and VIF create, plug, unplug and destroy, with XAPI\
   t.equal(await xapi.call('VIF.unplug', [session, vif]), '')
   t.equal(await xapi.call('VIF.get_currently_attached', [session, vif]), false)
   t.same(await xapi.json('VIF.unplug', [session, vif]), { error: ['DEVICE_ALREADY_DETACHED', vif] })
-  const plugged = await settled(xapi, session, await xapi.call<string>('Async.VIF.plug', [session, vif]))
+  const plugged = await taskOutcome(xapi, session, await xapi.call<string>('Async.VIF.plug', [session, vif]))
   t.match(plugged, { status: 'success' })
   t.same(await xapi.json('VIF.plug', [session, vif]), { error: ['DEVICE_ALREADY_ATTACHED', vif] })
   await xapi.call('VIF.unplug', [session, vif])
@@ -117,7 +108,7 @@ t.test('VM.create, then VBD and VIF create, plug, unplug and destroy, with XAPI\
   t.match(await xapi.call('VBD.get_record', [session, cd]), { empty: true, VDI: 'OpaqueRef:NULL' })
   t.same(await xapi.json('VBD.eject', [session, cd]), { error: ['VBD_IS_EMPTY', cd] })
 
-  const created = await settled(xapi, session, await xapi.call<string>('Async.VM.create', [session, blank('async')]))
+  const created = await taskOutcome(xapi, session, await xapi.call<string>('Async.VM.create', [session, blank('async')]))
   t.match(created, { status: 'success' })
   t.equal(await xapi.call('VM.get_name_label', [session, String(decodeXmlRpc(String(created['result'])))]), 'async')
   const over = await xapi.xml('VBD.create', [session, { ...vbdArgs, VM: vm, VDI: extra, userdevice: '5', bootable: false }])

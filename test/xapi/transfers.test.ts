@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { VPC_OPTS } from '../helpers/disks.js'
-import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
+import { PASSWORD, startSimulator, type RunningSimulator, taskOutcome } from '../helpers/xapi-simulator.js'
 
 const MiB = 1024 * 1024
 const SIZE = 6 * MiB
@@ -19,15 +19,6 @@ async function scratchVdi(xapi: RunningSimulator, session: string): Promise<stri
   const srs = await xapi.call<Records>('SR.get_all_records', [session])
   const sr = Object.entries(srs).find(([, r]) => r['content_type'] === 'user' && r['shared'] === true)?.[0]
   return xapi.call<string>('VDI.create', [session, { name_label: 'transfer', SR: sr, virtual_size: SIZE, type: 'user', sharable: false, read_only: false, other_config: {} }])
-}
-
-async function taskOutcome(xapi: RunningSimulator, session: string, task: string): Promise<Record<string, unknown>> {
-  let { token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], '', 0])
-  for (;;) {
-    const record = await xapi.call<Record<string, unknown>>('task.get_record', [session, task])
-    if (record['status'] !== 'pending' && record['status'] !== 'cancelling') return record
-    ;({ token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], token, 30]))
-  }
 }
 
 /** Content with data in some blocks and zeros elsewhere, so allocation matters. */

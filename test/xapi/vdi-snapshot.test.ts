@@ -1,25 +1,16 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { decodeXmlRpc } from '../../src/xapi/xml-rpc.js'
-import { startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
+import { startSimulator, type RunningSimulator, taskOutcome } from '../helpers/xapi-simulator.js'
 
 const MiB = 1024 * 1024
 type Records = Record<string, Record<string, unknown>>
-
-async function settled(xapi: RunningSimulator, session: string, task: string): Promise<Record<string, unknown>> {
-  let { token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], '', 0])
-  for (;;) {
-    const record = await xapi.call<Record<string, unknown>>('task.get_record', [session, task])
-    if (record['status'] !== 'pending' && record['status'] !== 'cancelling') return record
-    ;({ token } = await xapi.call<{ token: string }>('event.from', [session, ['task'], token, 30]))
-  }
-}
 
 async function upload(xapi: RunningSimulator, session: string, vdi: string, bytes: Buffer): Promise<void> {
   const task = await xapi.call<string>('task.create', [session, 'upload', ''])
   const put = await fetch(`${xapi.url}/import_raw_vdi?session_id=${session}&task_id=${task}&vdi=${vdi}&format=raw`, { method: 'PUT', body: bytes })
   await put.arrayBuffer()
-  if ((await settled(xapi, session, task))['status'] !== 'success') throw new Error('upload failed')
+  if ((await taskOutcome(xapi, session, task))['status'] !== 'success') throw new Error('upload failed')
 }
 
 async function download(xapi: RunningSimulator, session: string, vdi: string): Promise<Buffer> {
@@ -49,7 +40,7 @@ t.test('VDI.snapshot: a snapshot VDI holding the content of the moment, which la
   t.ok((await download(xapi, session, vdi)).equals(after), 'the disk has its new content')
 
   const task = await xapi.call<string>('Async.VDI.snapshot', [session, vdi, {}])
-  const done = await settled(xapi, session, task)
+  const done = await taskOutcome(xapi, session, task)
   t.match(done, { status: 'success' })
   const second = String(decodeXmlRpc(String(done['result'])))
   t.ok((await download(xapi, session, second)).equals(after), 'Async.VDI.snapshot: the content of its moment')

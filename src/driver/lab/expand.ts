@@ -10,6 +10,7 @@ import {
   type SrEntry,
 } from './expand-context.js'
 import { addVdi, dottedIpv4 } from './expand-devices.js'
+import { networkDefaults } from './record-defaults.js'
 import { addController, addTemplate, addVm } from './expand-vms.js'
 import type { HostSpec, LabSpec, MessageSpec, NetworkSpec, PoolSpec, SrDriver, SrSpec } from './spec.js'
 import { parseAge, parseSize } from './units.js'
@@ -180,15 +181,7 @@ function addNetwork(context: ExpandContext, pool: PoolScope, spec: NetworkSpec):
     tags: [...(spec.tags ?? [])],
     bridge: `xenbr${/\d+$/.exec(spec.device)?.[0] ?? '0'}`,
     MTU: spec.mtu ?? 1500,
-    automatic: false,
-    defaultIsLocked: false,
-    nbd: false,
-    insecureNbd: false,
-    isBonded: false,
-    current_operations: {},
-    other_config: {},
-    PIFs: [],
-    VIFs: [],
+    ...networkDefaults(),
   })
   const management = spec.management === true
   for (const host of pool.hosts.values()) {

@@ -4,6 +4,7 @@
  * fresh arrays and maps: no two records alias one.
  */
 
+import type { NetworkRecord } from '../../model/network.js'
 import type { VdiRecord, VmRecord } from '../../model/records.js'
 
 /** The fields every XAPI-backed record starts with. */
@@ -78,4 +79,22 @@ export const vmLinkDefaults = (): VmLinks => ({
   VGPUs: [],
   $VGPUs: [],
   $VBDs: [],
+})
+
+/** What XAPI sets on a new network, whatever made it: no PIF or VIF yet, nothing locked or bonded. */
+export type NetworkDefaults = Pick<
+  NetworkRecord,
+  'automatic' | 'defaultIsLocked' | 'nbd' | 'insecureNbd' | 'isBonded' | 'current_operations' | 'other_config' | 'PIFs' | 'VIFs'
+>
+
+export const networkDefaults = (): NetworkDefaults => ({
+  automatic: false,
+  defaultIsLocked: false,
+  nbd: false,
+  insecureNbd: false,
+  isBonded: false,
+  current_operations: {},
+  other_config: {},
+  PIFs: [],
+  VIFs: [],
 })

@@ -1,5 +1,6 @@
 import type { NetworkRecord } from '../../../model/records.js'
 import { identity } from './builders.js'
+import { networkDefaults } from '../record-defaults.js'
 import { optionalInteger, optionalString, requiredString, type ActionHandler } from './params.js'
 import { Run } from './run.js'
 
@@ -21,15 +22,7 @@ export const createInternalNetwork: ActionHandler = async (op, object, params) =
       tags: [],
       bridge: `xapi${index}`,
       MTU: mtu,
-      automatic: false,
-      defaultIsLocked: false,
-      nbd: false,
-      insecureNbd: false,
-      isBonded: false,
-      current_operations: {},
-      other_config: {},
-      PIFs: [],
-      VIFs: [],
+      ...networkDefaults(),
     }).id
   })
   return { id, type: 'network' }
