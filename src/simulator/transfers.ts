@@ -8,10 +8,9 @@ import { isKeelError } from '../errors.js'
 import type { Services } from './context.js'
 import type { StoredObject } from './database.js'
 import { XapiFailure } from './failures.js'
-import { once } from 'node:events'
 import { compressionOf, describeVm, exportXva, importXva, type StreamWorkers } from '../disks/xva.js'
 import type { DiskAccess } from '../driver/types.js'
-import { giveBack } from '../formats/lending.js'
+import { sendLent } from './lent-body.js'
 import type { XmlRpcValue } from '../xapi/xml-rpc.js'
 import { SIMULATOR_USER } from './actions.js'
 import type { Faults } from './faults.js'
@@ -48,15 +47,6 @@ async function* cut(bytes: AsyncIterable<Buffer>, limit: number, response: Serve
     sent += chunk.length
     yield chunk
   }
-}
-
-/** Writes lent chunks (a worker's output slots) and gives each back once the socket has it, waiting for drain. */
-async function sendLent(response: ServerResponse, bytes: AsyncIterable<Buffer>): Promise<void> {
-  for await (const chunk of bytes) {
-    if (response.destroyed) throw new Error('the client went away')
-    if (!response.write(chunk, () => giveBack(chunk))) await once(response, 'drain')
-  }
-  await new Promise<void>((resolve) => response.end(resolve))
 }
 
 function refuse(response: ServerResponse, status: number, detail: string): void {
