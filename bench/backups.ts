@@ -2,7 +2,9 @@
 // delta job (a full VHD per disk, then, after a share of the written blocks changed, differencing
 // VHDs). Throughput is compared with a plain copy (`cp`, then each copied file synced, as Keel syncs
 // what it writes) of the repository's own bytes in the same run; the delta run is compared with the
-// delta job's first run by time and size.
+// delta job's first run by time and size. The API's latency (one VM read after the other) is measured
+// idle and during the full job: the job's per-byte work (XVA framing, chunk checksums, the archive's
+// MD5) runs in the worker pool, so the event loop keeps answering.
 // Run alone with `node dist/bench/backups.js` after a build; `npm run bench` runs it after the disks.
 // Sizes come from the environment (defaults: the issue's size):
 //   BENCH_BACKUP_VMS      VMs backed up (10)
@@ -71,6 +73,23 @@ async function changePatch(vdi: string, size: number, step: number): Promise<Buf
   return Buffer.concat(chunks)
 }
 
+/** Reads one VM after the other, each time measured, `count` times or until `until` settles. */
+async function latencies(url: string, headers: Readonly<Record<string, string>>, until: { count: number } | { done: Promise<unknown> }): Promise<number[]> {
+  const times: number[] = []
+  let stopped = false
+  if ('done' in until) void until.done.finally(() => (stopped = true))
+  while ('done' in until ? !stopped : times.length < until.count) {
+    const started = process.hrtime.bigint()
+    const response = await fetch(url, { headers })
+    await response.arrayBuffer()
+    if (response.status !== 200) throw new Error(`GET ${url}: ${response.status}`)
+    times.push(secondsSince(started) * 1000)
+  }
+  return times
+}
+
+const p99 = (times: readonly number[]): number => [...times].sort((a, b) => a - b)[Math.min(times.length - 1, Math.floor(times.length * 0.99))] ?? NaN
+
 interface Row {
   readonly name: string
   readonly keel: string
@@ -123,7 +142,13 @@ export async function backupsBench(options: BackupsBenchOptions): Promise<string
       }
 
       const full = await job('full')
-      await againstCopy(`full job, ${options.vms} VMs (plain XVA)`, await run(full.id))
+      const probe = `${server.url}/rest/v0/vms/${vms[0]?.vm ?? ''}`
+      const idle = p99(await latencies(probe, api.headers, { count: 500 }))
+      const fullRun = run(full.id)
+      const during = latencies(probe, api.headers, { done: fullRun.catch(() => undefined) })
+      await againstCopy(`full job, ${options.vms} VMs (plain XVA)`, await fullRun)
+      const busy = await during
+      rows.push({ name: `API p99 during the full job (${busy.length} reads)`, keel: `${p99(busy).toFixed(1)} ms`, baseline: `idle: ${idle.toFixed(1)} ms`, ratio: p99(busy) / idle })
       rmSync(join(repositoryDir, 'xo-vm-backups'), { recursive: true })
 
       const delta = await job('delta')

@@ -15,6 +15,8 @@ export interface XvaOpen {
   readonly input: SharedArrayBuffer
   /** slots the worker fills with the archive */
   readonly output: SharedArrayBuffer
+  /** whether to send the archive's MD5 at its end (a backup's `.xva.checksum`), taken here rather than on the main thread */
+  readonly md5: boolean
 }
 
 /** The protocol between workers/pool.ts (main thread) and workers/pipeline-worker.ts. */
@@ -47,6 +49,8 @@ export type FromWorker =
   | { readonly type: 'xva-input-free'; readonly id: number; readonly slot: number }
   /** the archive's next `length` bytes are in output slot `slot` */
   | { readonly type: 'xva-output'; readonly id: number; readonly slot: number; readonly length: number }
+  /** the MD5 of the whole archive, as sent, just before its end */
+  | { readonly type: 'xva-md5'; readonly id: number; readonly hex: string }
 
 /** Below this size a copy costs less than it risks: small buffers are often shared constants or pool slices. */
 const TRANSFER_THRESHOLD = 64 * 1024

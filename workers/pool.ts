@@ -5,6 +5,7 @@ import type { DiskBlock, DiskSource } from '../src/formats/blocks.js'
 import type { Compression } from '../src/formats/compression.js'
 import { giveBack, lend } from '../src/formats/lending.js'
 import type { XvaDescription } from '../src/formats/xva/description.js'
+import type { XvaOptions } from '../src/disks/xva.js'
 import { forTransfer, type FromWorker, type SerializedError, type ToWorker } from './messages.js'
 import { INPUT_SLOT_SIZE, OUTPUT_SLOT_SIZE, slotView, Slots } from './slots.js'
 
@@ -173,7 +174,14 @@ class XvaStream implements Job {
    * Allocating it per export was measured to pile up dead buffers in RSS:
    * with the blocks recycled too, nothing else starts a collection.
    */
-  constructor(readonly id: number, memory: XvaMemory, post: Post, release: () => void, recycle: (memory: XvaMemory) => void) {
+  constructor(
+    readonly id: number,
+    memory: XvaMemory,
+    post: Post,
+    release: () => void,
+    recycle: (memory: XvaMemory) => void,
+    readonly md5?: (hex: string) => void,
+  ) {
     this.memory = memory
     this.input = new Slots(memory.input, INPUT_SLOT_SIZE)
     this.#post = post
@@ -192,6 +200,9 @@ class XvaStream implements Job {
         this.#ready.push(lend(slotView(this.memory.output, OUTPUT_SLOT_SIZE, slot, message.length), () => this.#outputSent(slot)))
         break
       }
+      case 'xva-md5':
+        this.md5?.(message.hex)
+        return
       case 'end':
         this.#ended = true
         this.#settle()
@@ -336,16 +347,16 @@ export class WorkerPool {
    * allows it, and everything per byte runs in the worker. Each chunk yielded
    * is lent: give it back (formats/lending.ts) once it is sent.
    */
-  async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, now = new Date()): AsyncGenerator<Buffer> {
+  async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, { now = new Date(), md5 }: XvaOptions = {}): AsyncGenerator<Buffer> {
     const { id, post, release, slot } = this.#place()
     const memory = this.#idleXvaMemory.pop() ?? { input: new SharedArrayBuffer(XVA_INPUT_SLOTS * INPUT_SLOT_SIZE), output: new SharedArrayBuffer(XVA_OUTPUT_SLOTS * OUTPUT_SLOT_SIZE) }
     const recycle = (done: XvaMemory): void => {
       if (this.#idleXvaMemory.length < IDLE_XVA_MEMORY) this.#idleXvaMemory.push(done)
     }
-    const stream = new XvaStream(id, memory, post, release, recycle)
+    const stream = new XvaStream(id, memory, post, release, recycle, md5)
     slot.streams.set(id, stream)
     const shapes = disks.map(({ size, allocated }) => ({ size, allocated }))
-    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output })
+    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output, md5: md5 !== undefined })
     const feeding = (async () => {
       for (const [disk, source] of disks.entries()) {
         for await (const block of source.read(() => stream.slotBuffer())) {

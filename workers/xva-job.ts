@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import type { Transform } from 'node:stream'
 import zstd from 'zstd-napi/binding.js'
@@ -171,7 +172,7 @@ class GzipSink implements Sink {
 
 /**
  * One XVA export's per-byte work in a worker: tar framing, the XXH64 of every
- * chunk and the compression. Blocks arrive in input slots, which go back to
+ * chunk, the compression and, for a backup, the archive's MD5. Blocks arrive in input slots, which go back to
  * the main thread as soon as the archive no longer reads them; the archive
  * leaves in output slots, which come back once sent.
  */
@@ -209,7 +210,12 @@ export class XvaJob {
   /** Encodes the whole archive; settles once its last byte is posted, or with the error that stopped it. */
   async run(): Promise<void> {
     const { id, description, disks, compression, now } = this.#open
-    const out = new SlotWriter(this.#output, (slot, length) => this.#post({ type: 'xva-output', id, slot, length }))
+    const md5 = this.#open.md5 ? createHash('md5') : undefined
+    const out = new SlotWriter(this.#output, (slot, length) => {
+      // A slot is final when posted, and slots are posted in the archive's order.
+      md5?.update(this.#output.view(slot).subarray(0, length))
+      this.#post({ type: 'xva-output', id, slot, length })
+    })
     const sink = compression === 'zstd' ? new ZstdSink(out) : compression === 'gzip' ? new GzipSink(out) : new CopySink(out)
     const contents: DiskContent[] = disks.map((disk, i) => ({ size: disk.size, allocated: disk.allocated, blocks: this.#queues[i] as BlockQueue }))
     for await (const piece of encodeXva(description, contents, { now: new Date(now), release: giveBack })) {
@@ -218,5 +224,6 @@ export class XvaJob {
     }
     await sink.end()
     out.flush()
+    if (md5 !== undefined) this.#post({ type: 'xva-md5', id, hex: md5.digest('hex') })
   }
 }

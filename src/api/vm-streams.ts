@@ -78,7 +78,7 @@ export function vmStreamRoutes(deps: VmStreamDeps): RouteDef[] {
           (meter) =>
             streamVm(vm, principal.id, async (exported) => {
               const { description, vdis } = describeVm(exported, (id) => deps.driver.getObject(id))
-              const bytes = exportXva(deps.disks, description, vdis, compression, deps.workers, concurrency)
+              const bytes = exportXva(deps.disks, description, vdis, compression, deps.workers, { concurrency })
               const headers = { 'Content-Disposition': `attachment; filename=${vm.id}.xva` }
               await sendStream(res, { status: 200, contentType: 'application/octet-stream', headers }, meter.count(bytes), deps.pacer)
             }),

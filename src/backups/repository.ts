@@ -252,21 +252,26 @@ export class LocalRepository {
     })
   }
 
-  /** Writes a full archive: the XVA, its checksum, then the metadata. Returns the stored size. */
-  async writeFull(metadata: FullBackupMetadata, xva: AsyncIterable<Buffer>): Promise<{ size: number }> {
+  /**
+   * Writes a full archive: the XVA, its checksum, then the metadata. Returns
+   * the stored size. `md5` answers the archive's MD5 once it has ended when
+   * its producer took it (a worker, off the main thread); without it, it is
+   * taken here.
+   */
+  async writeFull(metadata: FullBackupMetadata, xva: AsyncIterable<Buffer>, md5?: () => string | undefined): Promise<{ size: number }> {
     return this.#writing(metadata, async ({ folder, ts, json }) => {
       const data = join(folder, `${ts}.xva`)
       const checksum = `${data}.checksum`
       const temporary = join(folder, temporaryDataName(ts, 'xva', Date.now()))
       let placed = false
       try {
-        const md5 = createHash('md5')
+        const hash = md5 === undefined ? createHash('md5') : undefined
         let size = 0
         const file = await open(temporary, 'wx')
         try {
           // Written chunk by chunk, each given back once on disk: the archive's chunks are lent.
           for await (const chunk of xva) {
-            md5.update(chunk)
+            hash?.update(chunk)
             size += chunk.length
             for (let offset = 0; offset < chunk.length; ) offset += (await file.write(chunk, offset)).bytesWritten
             giveBack(chunk)
@@ -278,7 +283,9 @@ export class LocalRepository {
         await checkXva(temporary, size)
         await rename(temporary, data)
         placed = true
-        await writeDurably(checksum, `$1$$${md5.digest('hex')}`, 'wx')
+        const digest = hash?.digest('hex') ?? md5?.()
+        if (digest === undefined) throw new Error('the archive ended without its MD5')
+        await writeDurably(checksum, `$1$$${digest}`, 'wx')
         await writeDurably(json, JSON.stringify({ ...metadata, xva: `./${ts}.xva`, size }), 'wx')
         await syncFolder(folder)
         await this.#writeCache(folder)

@@ -317,7 +317,9 @@ export class BackupRunner {
       size: 0,
       tags: [],
     }
-    await log.step(node, 'transfer', undefined, () => repository.writeFull(metadata, exportXva(disks, description, vdis, compression, this.#deps.workers)))
+    let md5: string | undefined
+    const xva = exportXva(disks, description, vdis, compression, this.#deps.workers, { md5: (hex) => (md5 = hex) })
+    await log.step(node, 'transfer', undefined, () => repository.writeFull(metadata, xva, () => md5))
     await this.#retain(job, scheduleId, vm, repository)
   }
 

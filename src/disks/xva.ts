@@ -13,7 +13,14 @@ export interface StreamWorkers {
   /** a named pipeline (workers/pipelines.ts) */
   transform(name: string): Duplex
   /** an XVA of `disks`, compressed as asked; each chunk is lent (formats/lending.ts) */
-  encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression): AsyncIterable<Buffer>
+  encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, options?: XvaOptions): AsyncIterable<Buffer>
+}
+
+export interface XvaOptions {
+  /** the archive's timestamps */
+  readonly now?: Date
+  /** receives the MD5 of the whole archive (hex) once its last byte is produced, before the stream ends */
+  readonly md5?: (hex: string) => void
 }
 
 type Lookup = (id: string) => XoRecord | undefined
@@ -98,14 +105,21 @@ function through(workers: StreamWorkers, name: string, source: AsyncIterable<Buf
  * encoded in a worker. Each chunk is lent (formats/lending.ts): its consumer
  * gives it back once it no longer reads it.
  */
-export async function* exportXva(disks: DiskAccess, description: XvaDescription, vdis: readonly XoRecord[], compression: Compression, workers: StreamWorkers, concurrency = 1): AsyncGenerator<Buffer> {
+export async function* exportXva(
+  disks: DiskAccess,
+  description: XvaDescription,
+  vdis: readonly XoRecord[],
+  compression: Compression,
+  workers: StreamWorkers,
+  { concurrency = 1, md5 }: { readonly concurrency?: number; readonly md5?: (hex: string) => void } = {},
+): AsyncGenerator<Buffer> {
   const sources: DiskSource[] = []
   for (const vdi of vdis) {
     const allocated = await disks.allocation(vdi)
     // Lazy: a disk's reads start (and hold its SR) only when the encoding reaches it.
     sources.push({ size: diskSize(vdi), allocated, read: (buffer) => disks.readBlocks(vdi, allocated, { concurrency, buffer }) })
   }
-  yield* workers.encodeXva(description, sources, compression)
+  yield* workers.encodeXva(description, sources, compression, md5 === undefined ? {} : { md5 })
 }
 
 /**

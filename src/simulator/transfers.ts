@@ -158,7 +158,7 @@ export class Transfers {
       throw new HttpRefusal(400, ['INVALID_VALUE', 'use_compression', query.get('use_compression') ?? ''])
     }
     response.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'close' })
-    await sendLent(response, exportXva(disks, description, vdis, compression, this.#workers, CONCURRENCY))
+    await sendLent(response, exportXva(disks, description, vdis, compression, this.#workers, { concurrency: CONCURRENCY }))
     return ''
   }
 

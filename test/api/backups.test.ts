@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
-import { cpSync, mkdirSync, rmSync, statSync } from 'node:fs'
+import { cpSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { packageRoot } from '../../src/paths.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
@@ -130,6 +130,8 @@ t.test('backups over REST', async (t) => {
     t.ok(files.some((name) => /^\d{8}T\d{6}Z\.xva$/.test(name)) && files.some((name) => name.endsWith('.xva.checksum')) && files.some((name) => name.endsWith('.json')), files.join(' '))
     const xva = files.find((name) => name.endsWith('.xva')) as string
     t.equal(run('zstd', ['-t', '-q', join(folder.path, 'xo-vm-backups', vm, xva)]).status, 0, 'zstd -t accepts the stored XVA')
+    const stored = readFileSync(join(folder.path, 'xo-vm-backups', vm, xva))
+    t.equal(readFileSync(join(folder.path, 'xo-vm-backups', vm, `${xva}.checksum`), 'utf8'), `$1$$${createHash('md5').update(stored).digest('hex')}`, 'the checksum (taken in the worker) is the stored file\'s MD5')
     t.ok((await restore(server, archive.id, demo.defaultSr)).equals(content), 'the restored disk is the backed-up one')
 
     const logs = await server.json<Array<{ jobId: string; status: string; tasks: Array<{ message: string; status: string; data: { id: string } }> }>>('/rest/v0/backup-logs?fields=*')

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { WorkerPool, XVA_OUTPUT_SLOTS } from '../../workers/pool.js'
@@ -66,14 +66,22 @@ const plain = await collect(encodeXva(desc, contents(), { now }))
 
 t.test('the worker writes the same archive as the encoder on this thread, plain, zstd and gzip', async (t) => {
   t.ok(plain.length > 12 * MiB, 'more archive than the output slots hold')
-  t.ok((await consume(pool.encodeXva(desc, sources(), 'none', now))).equals(plain), 'plain: byte for byte')
-  const zstd = await consume(pool.encodeXva(desc, sources(), 'zstd', now))
+  t.ok((await consume(pool.encodeXva(desc, sources(), 'none', { now }))).equals(plain), 'plain: byte for byte')
+  const zstd = await consume(pool.encodeXva(desc, sources(), 'zstd', { now }))
   t.ok((await collect(decompressor('zstd').end(zstd))).equals(plain), 'zstd: restores the same archive')
-  t.ok(gunzipSync(await consume(pool.encodeXva(desc, sources(), 'gzip', now))).equals(plain), 'gzip: restores the same archive')
+  t.ok(gunzipSync(await consume(pool.encodeXva(desc, sources(), 'gzip', { now }))).equals(plain), 'gzip: restores the same archive')
+})
+
+t.test('asked for it, the worker sends the MD5 of the archive it produced, before its end', async (t) => {
+  for (const compression of ['none', 'zstd'] as const) {
+    let md5: string | undefined
+    const archive = await consume(pool.encodeXva(desc, sources(), compression, { now, md5: (hex) => (md5 = hex) }))
+    t.equal(md5, createHash('md5').update(archive).digest('hex'), compression)
+  }
 })
 
 t.test('output slots wait for their chunks to be given back', async (t) => {
-  const chunks = pool.encodeXva(desc, sources(), 'none', now)[Symbol.asyncIterator]()
+  const chunks = pool.encodeXva(desc, sources(), 'none', { now })[Symbol.asyncIterator]()
   const held: Buffer[] = []
   for (let i = 0; i < XVA_OUTPUT_SLOTS; i++) {
     const next = await chunks.next()
@@ -100,19 +108,19 @@ t.test('output slots wait for their chunks to be given back', async (t) => {
 })
 
 t.test('a reader that stops early, then a failing disk, leave the next export whole', async (t) => {
-  const early = pool.encodeXva(desc, sources(), 'zstd', now)
+  const early = pool.encodeXva(desc, sources(), 'zstd', { now })
   for await (const chunk of early) {
     giveBack(chunk)
     break
   }
-  await t.rejects(consume(pool.encodeXva(desc, sources({ after: 3, error: new Error('disk went away') }), 'zstd', now)), /disk went away/)
+  await t.rejects(consume(pool.encodeXva(desc, sources({ after: 3, error: new Error('disk went away') }), 'zstd', { now })), /disk went away/)
   const wrongSize = [{ ...sources()[0]!, size: 5 }, sources()[1]!]
-  await t.rejects(consume(pool.encodeXva(desc, wrongSize, 'none', now)), /described as/)
-  t.ok((await consume(pool.encodeXva(desc, sources(), 'none', now))).equals(plain), 'byte for byte')
+  await t.rejects(consume(pool.encodeXva(desc, wrongSize, 'none', { now })), /described as/)
+  t.ok((await consume(pool.encodeXva(desc, sources(), 'none', { now }))).equals(plain), 'byte for byte')
 })
 
 t.test('two exports at once share nothing', async (t) => {
-  const [a, b] = await Promise.all([consume(pool.encodeXva(desc, sources(), 'none', now)), consume(pool.encodeXva(desc, sources(), 'none', now))])
+  const [a, b] = await Promise.all([consume(pool.encodeXva(desc, sources(), 'none', { now })), consume(pool.encodeXva(desc, sources(), 'none', { now }))])
   t.ok(a.equals(plain))
   t.ok(b.equals(plain))
 })
