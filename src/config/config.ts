@@ -54,6 +54,9 @@ const optionalStringReader: Reader<string | undefined> = (value, key) => {
   return value
 }
 
+/** A folder, off unless set; a relative path is taken from the working directory. */
+const optionalFolderReader: Reader<string | undefined> = (value, key) => resolve(stringReader()(value, key))
+
 /** Folders named by absolute paths; unset, the caller picks the default (it depends on the data directory). */
 const absolutePathsReader: Reader<readonly string[] | undefined> = (value, key) => {
   if (!Array.isArray(value) || value.length === 0 || !value.every((item): item is string => typeof item === 'string' && isAbsolute(item) && !item.includes('\0'))) {
@@ -149,6 +152,8 @@ const sections = {
     keys: {
       kind: { read: stringReader(['lab', 'xapi']), default: 'lab' },
       disconnectGrace: { read: durationReader, default: 60_000 },
+      record: { read: optionalFolderReader, default: undefined },
+      recordMaxBytes: { read: integerReader(4096, 1024 ** 4), default: 256 * 1024 * 1024 },
     },
   },
   backups: {
