@@ -29,7 +29,8 @@ export async function serveXapi(args: string[]): Promise<void> {
       throw error instanceof RecordingError || (error as NodeJS.ErrnoException).code === 'ENOENT' ? new CliError((error as Error).message, 1) : error
     })
     const url = await replay.listen(port, values.host)
-    process.stdout.write(`keel lab xapi listening on ${url} (replaying ${values.replay})\n`)
+    process.stderr.write(`keel lab xapi: replaying ${values.replay}\n`)
+    process.stdout.write(`keel lab xapi listening on ${url}\n`)
     stopOn(() => replay.close())
     return
   }
