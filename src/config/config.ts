@@ -54,8 +54,11 @@ const optionalStringReader: Reader<string | undefined> = (value, key) => {
   return value
 }
 
-/** A folder, off unless set; a relative path is taken from the working directory. */
-const optionalFolderReader: Reader<string | undefined> = (value, key) => resolve(stringReader()(value, key))
+/** A folder named by an absolute path, off unless set. */
+const optionalFolderReader: Reader<string | undefined> = (value, key) => {
+  if (typeof value !== 'string' || !isAbsolute(value) || value.includes('\0')) throw new ConfigError(key, `expected an absolute path, got ${JSON.stringify(value)}`)
+  return resolve(value)
+}
 
 /** Folders named by absolute paths; unset, the caller picks the default (it depends on the data directory). */
 const absolutePathsReader: Reader<readonly string[] | undefined> = (value, key) => {
