@@ -49,8 +49,9 @@ function matches(recorded: unknown, asked: unknown): boolean {
 /** What an event.from is matched on: its classes, not its token or timeout, so that batches are served in recorded order. */
 const significant = (method: string, params: readonly unknown[]): readonly unknown[] => (method === 'event.from' ? [params[1]] : params.slice(1))
 
-/** A recorded result as the wire writes it again: fractions as doubles (for XML-RPC), null as XAPI's void. */
+/** A recorded result as the wire writes it again: fractions as doubles (for XML-RPC), null as XAPI's void; XML-RPC's own values kept. */
 function wireValue(value: unknown): XmlRpcValue {
+  if (value instanceof Date || value instanceof XmlRpcDouble) return value
   if (typeof value === 'number') return Number.isInteger(value) ? value : new XmlRpcDouble(value)
   if (typeof value === 'string' || typeof value === 'boolean') return value
   if (Array.isArray(value)) return value.map(wireValue)
@@ -66,6 +67,7 @@ const asJson = (params: readonly unknown[]): unknown[] => (JSON.parse(encodeJson
  * the same method and parameters (the last one again once they are used
  * up), event.from the next recorded batch for the same classes. Failures
  * below XAPI (a timeout, a reset) are not replayed: they were the network's.
+ * Parameters are compared as JSON-RPC carries them (`asJson`).
  */
 export class RecordedAnswers {
   readonly #byMethod = new Map<string, RecordedLine[]>()
@@ -73,7 +75,8 @@ export class RecordedAnswers {
 
   constructor(lines: readonly RecordedLine[]) {
     for (const line of lines) {
-      if (line.kind === 'error' && !Array.isArray(line.error)) continue
+      // HTTP handler lines (`GET /path`) are no calls: their bodies were not recorded.
+      if ((line.kind === 'error' && !Array.isArray(line.error)) || line.method.includes(' ')) continue
       const recorded = this.#byMethod.get(line.method) ?? []
       recorded.push(line)
       this.#byMethod.set(line.method, recorded)

@@ -6,7 +6,7 @@ import type { RecordedError, RecordedLine } from '../../src/driver/xapi/recordin
 import { openReplay, readRecording, RecordedAnswers, RecordingError } from '../../src/simulator/replay.js'
 import { decodeJsonRpcResponse } from '../../src/xapi/json-rpc.js'
 import { xapiOutcome } from '../../src/xapi/xml-rpc-status.js'
-import { decodeMethodResponse, encodeMethodCall, XmlRpcDouble } from '../../src/xapi/xml-rpc.js'
+import { decodeMethodResponse, encodeMethodCall, XmlRpcDouble, type XmlRpcValue } from '../../src/xapi/xml-rpc.js'
 import type { TestScope } from '../helpers/lab.js'
 
 const T = '2026-11-26T23:00:00.000Z'
@@ -34,14 +34,16 @@ t.test('answers: the next recorded one for the same method and parameters, then 
   t.same(answers.next('task.create', ['OpaqueRef:s', 'export', 'Keel']), { value: 'OpaqueRef:task' })
 })
 
-t.test('answers: recorded XAPI failures are replayed, failures below XAPI are not; what was never recorded is said so', async (t) => {
+t.test('answers: recorded XAPI failures are replayed, failures below XAPI and HTTP handler lines are not; what was never recorded is said so', async (t) => {
   const answers = new RecordedAnswers([
     failed('VM.start', ['<session>', 'OpaqueRef:vm', false, false], { transport: 'socket hang up' }),
     failed('VM.start', ['<session>', 'OpaqueRef:vm', false, false], ['VM_BAD_POWER_STATE', 'OpaqueRef:vm', 'halted', 'running']),
+    answer('GET /export_raw_vdi', [{ vdi: 'OpaqueRef:v', format: 'raw' }], { status: 200 }),
   ])
   t.same(answers.next('VM.start', ['s', 'OpaqueRef:vm', false, false]), { failure: ['VM_BAD_POWER_STATE', 'OpaqueRef:vm', 'halted', 'running'] })
   t.same(answers.next('VM.stop', ['s', 'OpaqueRef:vm']), { failure: ['MESSAGE_METHOD_UNKNOWN', 'VM.stop'] })
   t.match(answers.next('VM.start', ['s', 'OpaqueRef:other', false, false]), { failure: ['INTERNAL_ERROR', /no recorded answer to VM.start/] })
+  t.same(answers.next('GET /export_raw_vdi', [{ vdi: 'OpaqueRef:v', format: 'raw' }]), { failure: ['MESSAGE_METHOD_UNKNOWN', 'GET /export_raw_vdi'] }, 'an HTTP handler line is no call')
 })
 
 t.test('answers: event.from gets the batches recorded for its classes in order, whatever its token, then past-end', async (t) => {
@@ -62,6 +64,8 @@ t.test('the replay server: any password logs in, both wires answer, past the rec
     answer('session.login_with_password', ['root', '<password>', '1.0', 'keel'], '<session>'),
     answer('host.get_all_records', ['<session>'], { 'OpaqueRef:h': { name_label: 'h1', memory_overhead: 1024, cpu_load: 0.25 } }),
     answer('event.from', ['<session>', ['host'], '1', 30], batch('2', ['x'])),
+    answer('VM.set_shadow_multiplier_live', ['<session>', 'OpaqueRef:vm', 1.5], ''),
+    answer('message.get_since', ['<session>', '20261126T23:00:00Z'], { 'OpaqueRef:m': { name: 'm' } }),
   ]
   writeFileSync(file, lines.map((line) => JSON.stringify(line)).join('\n') + '\n')
   const replay = await openReplay({ file })
@@ -73,9 +77,14 @@ t.test('the replay server: any password logs in, both wires answer, past the rec
   }
   const login = (await json('session.login_with_password', ['root', 'whatever was typed'])) as { result: string }
   t.match(login.result, /^OpaqueRef:[0-9a-f-]{36}$/, 'a session of the replay, not the scrubbed one')
-  const xml = await fetch(`${url}/`, { method: 'POST', headers: { 'content-type': 'text/xml' }, body: encodeMethodCall('host.get_all_records', [login.result]) })
-  const decoded = decodeMethodResponse(await xml.text())
-  t.same('value' in decoded ? xapiOutcome(decoded.value) : decoded, { value: { 'OpaqueRef:h': { name_label: 'h1', memory_overhead: 1024, cpu_load: new XmlRpcDouble(0.25) } } }, 'XML-RPC: fractions as doubles')
+  const xmlCall = async (method: string, params: XmlRpcValue[]): Promise<unknown> => {
+    const response = await fetch(`${url}/`, { method: 'POST', headers: { 'content-type': 'text/xml' }, body: encodeMethodCall(method, params) })
+    const decoded = decodeMethodResponse(await response.text())
+    return 'value' in decoded ? xapiOutcome(decoded.value) : decoded
+  }
+  t.same(await xmlCall('host.get_all_records', [login.result]), { value: { 'OpaqueRef:h': { name_label: 'h1', memory_overhead: 1024, cpu_load: new XmlRpcDouble(0.25) } } }, 'XML-RPC: fractions as doubles')
+  t.same(await xmlCall('VM.set_shadow_multiplier_live', [login.result, 'OpaqueRef:vm', new XmlRpcDouble(1.5)]), { value: '' }, 'an XML-RPC double matches the recorded number')
+  t.same(await xmlCall('message.get_since', [login.result, new Date(Date.UTC(2026, 10, 26, 23))]), { value: { 'OpaqueRef:m': { name: 'm' } } }, 'an XML-RPC datetime matches the recorded text')
   t.same(await json('event.from', [login.result, ['host'], '1', 30]), { result: batch('2', ['x']) })
   let exhausted = false
   void replay.exhausted().then(() => (exhausted = true))

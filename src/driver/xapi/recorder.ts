@@ -71,15 +71,16 @@ export class XapiRecorder {
     return async (target, method, params, options) => {
       this.#learn(method, params)
       const sent = this.#now()
+      let result: unknown
       try {
-        const result = await rpc(target, method, params, options)
-        if (method === LOGIN && typeof result === 'string') this.#secrets.set(result, SCRUBBED_SESSION)
-        await this.#write({ t: iso(sent), kind: method === 'event.from' ? 'event-batch' : 'call', method, params, result, ms: this.#now() - sent })
-        return result
+        result = await rpc(target, method, params, options)
       } catch (error) {
         await this.#write({ t: iso(sent), kind: 'error', method, params, error: describe(error), ms: this.#now() - sent })
         throw error
       }
+      if (method === LOGIN && typeof result === 'string') this.#secrets.set(result, SCRUBBED_SESSION)
+      await this.#write({ t: iso(sent), kind: method === 'event.from' ? 'event-batch' : 'call', method, params, result, ms: this.#now() - sent })
+      return result
     }
   }
 
@@ -87,14 +88,15 @@ export class XapiRecorder {
   async handler<T extends { statusCode?: number | undefined }>(method: string, path: string, query: Readonly<Record<string, string>>, send: () => Promise<T>): Promise<T> {
     const sent = this.#now()
     const recorded = { t: iso(sent), method: `${method} ${path}`, params: [query] }
+    let response: T
     try {
-      const response = await send()
-      await this.#write({ ...recorded, kind: 'call', result: { status: response.statusCode ?? 0 }, ms: this.#now() - sent })
-      return response
+      response = await send()
     } catch (error) {
       await this.#write({ ...recorded, kind: 'error', error: describe(error), ms: this.#now() - sent })
       throw error
     }
+    await this.#write({ ...recorded, kind: 'call', result: { status: response.statusCode ?? 0 }, ms: this.#now() - sent })
+    return response
   }
 
   /** Writes out what is buffered and closes the file; lines of calls answered later are not recorded. */
