@@ -4,7 +4,10 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import t from 'tap'
+import { Agent } from 'node:http'
 import { XapiDriver } from '../../src/driver/xapi/driver.js'
+import { XapiRecorder, type Rpc } from '../../src/driver/xapi/recorder.js'
+import type { RpcTarget } from '../../src/driver/xapi/transport.js'
 import { parseRecordedLine, type RecordedLine } from '../../src/driver/xapi/recording.js'
 import { XapiError } from '../../src/driver/xapi/types.js'
 import type { TestScope } from '../helpers/lab.js'
@@ -79,4 +82,50 @@ t.test('at its size cap the recording stops with a warning, whole lines only, an
   t.notOk(lines.some((line) => line.method === 'session.logout'), 'nothing written past the cap')
   t.equal(warnings.length, 1, 'one warning')
   t.match(JSON.parse(warnings[0] ?? '{}'), { level: 40, file, msg: /size cap \(8192 bytes\); recording stopped/ })
+})
+
+const target: RpcTarget = { origin: new URL('http://127.0.0.1:1'), agent: new Agent() }
+const options = { timeout: 1000 }
+
+t.test('recorder: a caller waits while its line is not written out; the lines buffered are all written at close', async (t) => {
+  const dir = folder(t)
+  const recorder = await XapiRecorder.open({ dir, host: '127.0.0.1:1', maxBytes: 64 * 1024 * 1024 })
+  t.teardown(() => recorder.close())
+  const big = 'x'.repeat(1024 * 1024)
+  const rpc = recorder.wrap(async (_target, method) => (method === 'VM.get_big' ? big : 'small'))
+  await rpc(target, 'VM.get_big', ['OpaqueRef:session-1'], options)
+  t.ok(statSync(recorder.path).size > big.length, 'the 1 MiB line is in the file when the call returns')
+  for (let i = 0; i < 200; i++) await rpc(target, 'VM.get_small', ['OpaqueRef:session-1', i], options)
+  await recorder.close()
+  const { lines } = onlyRecording(dir)
+  t.equal(lines.length, 201, 'every line, the buffered ones written at close')
+  t.match(lines.at(-1), { kind: 'call', method: 'VM.get_small', params: ['<session>', 199], result: 'small' })
+  await rpc(target, 'VM.get_small', ['OpaqueRef:session-1', 'late'], options)
+  t.equal(onlyRecording(dir).lines.length, 201, 'a call answered after close is not recorded')
+})
+
+t.test('recorder: sessions replaced inside other text too; a short password only where it is a whole value', async (t) => {
+  const dir = folder(t)
+  const recorder = await XapiRecorder.open({ dir, host: 'pool.example.net:443', maxBytes: 1024 * 1024 })
+  const session = 'OpaqueRef:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0'
+  const answers: Record<string, () => unknown> = {
+    'session.login_with_password': () => session,
+    'VM.get_record': () => ({ name_label: 'abc', name_description: 'abcdef', other_config: { [session]: `opened by ${session}` } }),
+    'VM.start': () => {
+      throw new XapiError('SESSION_INVALID', [session])
+    },
+  }
+  const inner: Rpc = async (_target, method) => answers[method]?.()
+  const rpc = recorder.wrap(inner)
+  await rpc(target, 'session.login_with_password', ['root', 'abc', '1.0', 'keel'], options)
+  await rpc(target, 'VM.get_record', [session, 'OpaqueRef:vm'], options)
+  await failure(rpc(target, 'VM.start', [session, 'OpaqueRef:vm', false, false], options))
+  await recorder.close()
+  t.match(readdirSync(dir), [/^pool\.example\.net_443-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z\.ndjson$/], 'named after the host and the time')
+  const { text, lines } = onlyRecording(dir)
+  t.notOk(text.includes(session), 'no session ref anywhere')
+  t.same(
+    lines.map((line) => ('result' in line ? line.result : line.error)),
+    ['<session>', { name_label: '<password>', name_description: 'abcdef', other_config: { '<session>': 'opened by <session>' } }, ['SESSION_INVALID', '<session>']],
+  )
 })
