@@ -1,8 +1,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
-import { pino } from 'pino'
 import t, { type Test } from 'tap'
 import type { Driver, XoRecord } from '../../src/driver/types.js'
 import { XapiDriver } from '../../src/driver/xapi/driver.js'
