@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import type { Driver, XoRecord } from '../../src/driver/types.js'
+import type { Driver, ObjectChange, XoRecord } from '../../src/driver/types.js'
 import { XapiDriver } from '../../src/driver/xapi/driver.js'
 import { parseRecordedLine, type RecordedLine } from '../../src/driver/xapi/recording.js'
 import type { PoolConnectionSettings, XapiPool } from '../../src/driver/xapi/types.js'
@@ -57,11 +57,13 @@ function recording(t: Test, dir: string): { file: string; text: string; lines: R
 }
 
 /** Runs the recorded session: a Keel server on the simulator, recording; a rename and a VM start through its connection. */
-async function recordSession(t: Test, simulator: RunningSimulator, dir: string): Promise<{ server: TestServer; driver: XapiDriver; sessions: string[] }> {
+async function recordSession(t: Test, simulator: RunningSimulator, dir: string): Promise<{ server: TestServer; driver: XapiDriver; sessions: string[]; changes: ObjectChange[] }> {
   const server = await startServer({ config: { driver: { kind: 'xapi', record: dir } }, app: { xapi: xapiOptions(simulator.url, PASSWORD) } })
   t.teardown(() => server.close())
   const driver = server.app.xapi
   if (driver === undefined) throw new Error('the server runs no XAPI driver')
+  const changes: ObjectChange[] = []
+  driver.subscribe((change) => changes.push(change))
   const pool = firstPool(driver)
   const vm = everyRecord(driver).find((record) => record.type === 'VM' && record['power_state'] === 'Halted')
   const ref = vm?.['_xapiRef']
@@ -71,13 +73,13 @@ async function recordSession(t: Test, simulator: RunningSimulator, dir: string):
   const after = vm === undefined ? undefined : driver.getObject(vm.id)
   t.match(after, { name_label: 'renamed while recording', power_state: 'Running' }, 'the recorded driver saw the rename and the start')
   const sessions = [...simulator.simulator.services.db.ofClass('session')].map((session) => session.ref)
-  return { server, driver, sessions }
+  return { server, driver, sessions, changes }
 }
 
 t.test('issue 28: a recorded session replays: a fresh driver holds the same records, a Keel server on the replay lists the same', async (t) => {
   const simulator = await startSimulator(t)
   const dir = join(scratch(t), 'recordings')
-  const { server, driver, sessions } = await recordSession(t, simulator, dir)
+  const { server, driver, sessions, changes } = await recordSession(t, simulator, dir)
   const held = everyRecord(driver)
   const listed = await Promise.all(LISTINGS.map(async (path) => (await server.json(path)).body))
   await server.close()
@@ -102,7 +104,13 @@ t.test('issue 28: a recorded session replays: a fresh driver holds the same reco
   const fresh = new XapiDriver({ allowHttp: true, graceDelay: 0, index: { pollTimeout: 30, retryDelay: 20 } })
   t.teardown(() => fresh.close())
   await fresh.connect(settings(first.url, 'not the recorded password'), new AbortController().signal)
+  // The batches follow the full fetch: what the replayed driver publishes from here is what the events brought.
+  const followed: ObjectChange[] = []
+  fresh.subscribe((change) => followed.push(change))
   await first.replay.exhausted()
+  const summary = (list: readonly ObjectChange[]): unknown[] => list.map(({ kind, object }) => [kind, object.type, object.id, object['name_label'], object['power_state']])
+  t.ok(changes.length > 0, 'the recorded driver followed changes')
+  t.same(summary(followed), summary(changes), 'the same changes, in the same order')
   const replayed = new Map(everyRecord(fresh).map((record) => [record.id, record]))
   t.equal(replayed.size, held.length, 'as many records')
   for (const record of held) t.same(replayed.get(record.id), record, `${record.type} ${record.id}`)

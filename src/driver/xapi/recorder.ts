@@ -41,6 +41,7 @@ export class XapiRecorder {
   readonly #options: RecorderOptions
   readonly #secrets = new Map<string, string>()
   #bytes = 0
+  #drained: Promise<unknown> | undefined
   #stopped = false
   #closing: Promise<void> | undefined
 
@@ -127,7 +128,12 @@ export class XapiRecorder {
     }
     this.#bytes += size
     if (this.#stream.write(text)) return
-    await once(this.#stream, 'drain').catch(() => undefined)
+    // One wait for every caller held by the same full buffer (a full fetch writes 15 lines at once).
+    this.#drained ??= once(this.#stream, 'drain').then(
+      () => (this.#drained = undefined),
+      () => undefined,
+    )
+    await this.#drained
   }
 
   #scrub(value: unknown): unknown {
