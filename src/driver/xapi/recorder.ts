@@ -31,8 +31,8 @@ const MIN_SUBSTRING_SECRET = 8
  * Records one pool connection as NDJSON (recording.ts): every call, event
  * batch and failure, passwords and session refs replaced wherever they
  * appear. A line is written when its answer arrives; a caller waits while
- * the file is behind (backpressure), so memory holds at most one line per
- * call in flight. At the size cap the recording stops rather than rotating:
+ * the file is behind (backpressure), so memory holds the stream's buffer
+ * and at most one line per call in flight. At the size cap the recording stops rather than rotating:
  * a later file alone, without the first full fetch, could not be replayed.
  */
 export class XapiRecorder {
