@@ -157,7 +157,16 @@ export async function createApp(options: AppOptions): Promise<App> {
   const acl = new AccessControl(db, bus, directory, clock)
   const adminId = await ensureAdministrator(directory, options, log)
   tokens.pruneExpired()
-  const xapi = options.config.driver.kind === 'xapi' ? new XapiDriver({ graceDelay: options.config.driver.disconnectGrace, log: log.child({ component: 'xapi' }), ...options.xapi }) : undefined
+  const { kind, disconnectGrace, record, recordMaxBytes } = options.config.driver
+  const xapi =
+    kind === 'xapi'
+      ? new XapiDriver({
+          graceDelay: disconnectGrace,
+          log: log.child({ component: 'xapi' }),
+          ...(record === undefined ? {} : { record: { dir: record, maxBytes: recordMaxBytes } }),
+          ...options.xapi,
+        })
+      : undefined
   const source = xapi ?? new LabDriver(db, {
     creatorId: adminId,
     clock,

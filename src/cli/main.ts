@@ -17,6 +17,7 @@ const usage = `Usage:
   keel token create --url URL --user EMAIL [--description TEXT] [--expires-in DURATION]
   keel lab generate --vms N [--hosts H] [--data-dir DIR] [--seed N]
   keel lab xapi [--host H] [--port P] [--data-dir DIR] [--password PW] [--step-delay MS] [--tls]
+  keel lab xapi --replay FILE [--host H] [--port P] [--data-dir DIR] [--tls]
   keel watch <collection> --url URL [--filter F] [--fields a,b] [--json]
   keel vdi export <id> -o FILE [--format vhd|raw] [--concurrency N] [--base SNAPSHOT] [--snapshot] [--resume]
   keel vdi import FILE (--sr SR [--name-label L] [--name-description D] | --into VDI) [--format vhd|raw]
@@ -26,7 +27,7 @@ const usage = `Usage:
   keel backup restore <archive id> --sr SR
 
 Environment: KEEL_ADMIN_EMAIL, KEEL_ADMIN_PASSWORD (first start), KEEL_PASSWORD (token create), KEEL_TOKEN (watch),
-KEEL_XAPI_PASSWORD (lab xapi).
+KEEL_XAPI_PASSWORD (lab xapi), KEEL_XAPI_RECORD (serve: record the XAPI connections in this folder).
 vdi, vm and backup take --url/--token or KEEL_URL/KEEL_TOKEN.`
 
 /** How long a fatal error waits for its log lines to be written before the process ends. */
@@ -50,7 +51,9 @@ async function serve(args: string[]): Promise<void> {
     if (!/^\d+$/.test(values.port) || port > 65535) throw new ConfigError('--port', `expected 0 to 65535, got ${values.port}`)
     http.port = port
   }
-  const config = loadConfig(values.config, { http })
+  // Record mode (docs/xapi.md): the environment names the folder as the configuration's `[driver] record` would.
+  const record = process.env['KEEL_XAPI_RECORD']
+  const config = loadConfig(values.config, { http, ...(record === undefined || record === '' ? {} : { driver: { record: resolve(record) } }) })
   const app = await createApp({
     dataDir: resolve(values['data-dir']),
     config,

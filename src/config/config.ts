@@ -54,6 +54,12 @@ const optionalStringReader: Reader<string | undefined> = (value, key) => {
   return value
 }
 
+/** A folder named by an absolute path, off unless set. */
+const optionalFolderReader: Reader<string | undefined> = (value, key) => {
+  if (typeof value !== 'string' || !isAbsolute(value) || value.includes('\0')) throw new ConfigError(key, `expected an absolute path, got ${JSON.stringify(value)}`)
+  return resolve(value)
+}
+
 /** Folders named by absolute paths; unset, the caller picks the default (it depends on the data directory). */
 const absolutePathsReader: Reader<readonly string[] | undefined> = (value, key) => {
   if (!Array.isArray(value) || value.length === 0 || !value.every((item): item is string => typeof item === 'string' && isAbsolute(item) && !item.includes('\0'))) {
@@ -149,6 +155,8 @@ const sections = {
     keys: {
       kind: { read: stringReader(['lab', 'xapi']), default: 'lab' },
       disconnectGrace: { read: durationReader, default: 60_000 },
+      record: { read: optionalFolderReader, default: undefined },
+      recordMaxBytes: { read: integerReader(4096, 1024 ** 4), default: 256 * 1024 * 1024 },
     },
   },
   backups: {

@@ -71,6 +71,8 @@ const bad: Array<[string, string, string]> = [
   ['repository root not a list', '[backups]\nrepositoryRoots = "/srv/backups"\n', 'backups.repositoryRoots'],
   ['log bound below 4 KiB', '[log]\nmaxBufferedBytes = 1024\n', 'log.maxBufferedBytes'],
   ['log bound as text', '[log]\nmaxBufferedBytes = "16 MiB"\n', 'log.maxBufferedBytes'],
+  ['relative recording folder', '[driver]\nrecord = "recordings"\n', 'driver.record'],
+  ['recording cap below 4 KiB', '[driver]\nrecordMaxBytes = 100\n', 'driver.recordMaxBytes'],
   ['bad reconnect delay', '[servers]\nreconnectDelay = "soon"\n', 'servers.reconnectDelay'],
   ['proxies as one table', '[proxies]\nname = "p"\n', 'proxies'],
   ['proxy without url', '[[proxies]]\nname = "p"\n', 'proxies[0].url'],
@@ -99,6 +101,12 @@ t.test('the idle timeout and the stream pause are durations', async (t) => {
 t.test('repository roots: unset by default (the data directory decides), else absolute folders, normalised', async (t) => {
   t.equal(loadConfig().backups.repositoryRoots, undefined)
   t.same(loadConfig(file('roots.toml', '[backups]\nrepositoryRoots = ["/srv/backups/", "/mnt/nas/../tape"]\n')).backups.repositoryRoots, ['/srv/backups', '/mnt/tape'])
+})
+
+t.test('record mode of the XAPI driver (issue 28): off by default, else an absolute folder and a cap per file', async (t) => {
+  t.same(loadConfig().driver, { kind: 'lab', disconnectGrace: 60_000, record: undefined, recordMaxBytes: 256 * 1024 * 1024 })
+  const config = loadConfig(file('record.toml', '[driver]\nkind = "xapi"\nrecord = "/srv/keel/../recordings"\nrecordMaxBytes = 1048576\n'))
+  t.same(config.driver, { kind: 'xapi', disconnectGrace: 60_000, record: '/srv/recordings', recordMaxBytes: 1048576 })
 })
 
 t.test('invalid TOML names the file', async (t) => {

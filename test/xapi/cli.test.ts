@@ -1,6 +1,6 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { packageRoot } from '../../src/paths.js'
@@ -55,9 +55,29 @@ t.test('keel lab xapi refuses bad flags with status 2', async (t) => {
     [['--port', '70000'], /--port expects 0 to 65535/],
     [['--step-delay', 'soon'], /--step-delay expects a whole number/],
     [['--bogus'], /Unknown option '--bogus'/],
+    [['--replay', 'pool.ndjson', '--password', 'pw'], /--replay takes no --password/],
   ] as const) {
     const run = await keel(['lab', 'xapi', ...args])
     t.equal(run.status, 2, args.join(' '))
     t.match(run.stderr, message)
   }
+})
+
+t.test('keel lab xapi --replay serves a recording, any password accepted; a file that is not one exits 1 naming it (issue 28)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-xapi-replay-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'pool.ndjson')
+  writeFileSync(file, JSON.stringify({ t: '2026-11-26T23:00:00.000Z', kind: 'call', method: 'pool.get_all_records', params: ['<session>'], result: {}, ms: 3 }) + '\n')
+  const replay = await serve(t, ['--replay', file], {})
+  t.match(await login(replay.url, 'any password at all'), /^OpaqueRef:/)
+  t.match(replay.stderr, `replaying ${file}`)
+
+  const missing = await keel(['lab', 'xapi', '--port', '0', '--replay', join(dir, 'missing.ndjson')])
+  t.equal(missing.status, 1)
+  t.match(missing.stderr, /^keel: ENOENT: no such file or directory.*missing\.ndjson/)
+  const bad = join(dir, 'bad.ndjson')
+  writeFileSync(bad, 'not json\n')
+  const refused = await keel(['lab', 'xapi', '--port', '0', '--replay', bad])
+  t.equal(refused.status, 1)
+  t.equal(refused.stderr, `keel: ${bad}:1: not a line of a XAPI recording\n`)
 })

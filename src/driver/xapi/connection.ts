@@ -6,6 +6,7 @@ import { onHost } from './address.js'
 import { TokenBarrier } from './barrier.js'
 import { handlerRequest } from './http-handlers.js'
 import { Limiter } from './limiter.js'
+import type { Rpc, XapiRecorder } from './recorder.js'
 import { TaskFollowers, taskOutcome, type TaskRecord } from './tasks.js'
 import { poolAgent, type PoolAgent, type TlsTrust } from './tls.js'
 import { isTransportError, jsonRpc, XapiTransportError, type RpcTarget } from './transport.js'
@@ -24,6 +25,8 @@ export interface ConnectionSettings {
   /** calls in flight at most (the event loop's long poll aside) */
   readonly concurrency?: number
   readonly log?: Logger
+  /** records every call of the connection; closed with it */
+  readonly recorder?: XapiRecorder
 }
 
 /** Sent as the originator: XAPI counts and evicts sessions per originator. */
@@ -48,6 +51,7 @@ export class XapiConnection implements XapiPool {
   readonly #settings: ConnectionSettings
   readonly #agent: PoolAgent
   readonly #limiter: Limiter
+  readonly #rpc: Rpc
   readonly tasks = new TaskFollowers()
   readonly barrier = new TokenBarrier()
   #origin: URL
@@ -67,6 +71,7 @@ export class XapiConnection implements XapiPool {
     this.#origin = settings.origin
     this.#agent = poolAgent(settings.origin.protocol === 'http:' ? 'http:' : 'https:', settings.trust, settings.concurrency ?? 16)
     this.#limiter = new Limiter(settings.concurrency ?? 16)
+    this.#rpc = settings.recorder?.wrap(jsonRpc) ?? jsonRpc
   }
 
   get poolId(): string {
@@ -110,7 +115,7 @@ export class XapiConnection implements XapiPool {
     if (this.#closed) throw new XapiTransportError('the connection is closed')
     const session = await this.#sessionRef()
     try {
-      return (await jsonRpc(this.#target(), method, [session, ...params], { timeout: options.timeout ?? this.#callTimeout, signal: options.signal })) as T
+      return (await this.#rpc(this.#target(), method, [session, ...params], { timeout: options.timeout ?? this.#callTimeout, signal: options.signal })) as T
     } catch (error) {
       if (error instanceof XapiError) {
         if (error.code === 'SESSION_INVALID' && !attempt.renewed) {
@@ -161,7 +166,9 @@ export class XapiConnection implements XapiPool {
   }
 
   async request(request: XapiHttpRequest): Promise<IncomingMessage> {
-    return handlerRequest(this.#origin, this.#agent.agent, await this.#sessionRef(), request)
+    const session = await this.#sessionRef()
+    const send = (): Promise<IncomingMessage> => handlerRequest(this.#origin, this.#agent.agent, session, request)
+    return this.#settings.recorder === undefined ? send() : this.#settings.recorder.handler(request.method, request.path, request.query, send)
   }
 
   async settled(options: WaitOptions = {}): Promise<void> {
@@ -177,10 +184,11 @@ export class XapiConnection implements XapiPool {
     this.barrier.close(closed)
     if (session !== undefined) {
       const ref = await session.catch(() => undefined)
-      if (ref !== undefined) await jsonRpc(this.#target(), 'session.logout', [ref], { timeout: 5_000 }).catch(() => undefined)
+      if (ref !== undefined) await this.#rpc(this.#target(), 'session.logout', [ref], { timeout: 5_000 }).catch(() => undefined)
     }
     this.#closed = true
     this.#agent.agent.destroy()
+    await this.#settings.recorder?.close()
   }
 
   get #callTimeout(): number {
@@ -221,7 +229,7 @@ export class XapiConnection implements XapiPool {
     let at = origin
     for (let hop = 0; ; hop++) {
       try {
-        const session = await jsonRpc(this.#target(at), 'session.login_with_password', [this.#settings.username, this.#settings.password, '1.0', ORIGINATOR], { timeout })
+        const session = await this.#rpc(this.#target(at), 'session.login_with_password', [this.#settings.username, this.#settings.password, '1.0', ORIGINATOR], { timeout })
         return { origin: at, session: String(session) }
       } catch (error) {
         const master = error instanceof XapiError && error.code === 'HOST_IS_SLAVE' ? error.params[0] : undefined
@@ -247,7 +255,7 @@ export class XapiConnection implements XapiPool {
       // The other probes that logged in are logged out: sessions are counted per originator.
       for (const probe of probes) {
         void probe.then(
-          ({ origin, session }) => (session === winner.session ? undefined : jsonRpc(this.#target(origin), 'session.logout', [session], { timeout: 5_000 }).catch(() => undefined)),
+          ({ origin, session }) => (session === winner.session ? undefined : this.#rpc(this.#target(origin), 'session.logout', [session], { timeout: 5_000 }).catch(() => undefined)),
           () => undefined,
         )
       }

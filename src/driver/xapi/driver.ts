@@ -7,6 +7,7 @@ import { XapiConnection } from './connection.js'
 import { XapiDisks } from './disks.js'
 import { XapiOperations, xapiCapabilities } from './operations.js'
 import { PoolIndex, type PoolIndexOptions } from './pool-index.js'
+import { DEFAULT_RECORD_MAX_BYTES, XapiRecorder } from './recorder.js'
 import { normalizeFingerprint, type TlsTrust } from './tls.js'
 import { XapiError, type ConnectedPool, type PoolConnectionSettings, type PoolConnector, type XapiLocation, type XapiLocator, type XapiPool } from './types.js'
 
@@ -24,6 +25,8 @@ export interface XapiDriverOptions {
   readonly index?: PoolIndexOptions
   /** pools connected at open() (the servers collection connects the others) */
   readonly pools?: readonly PoolConnectionSettings[]
+  /** record mode: every connection's calls and event batches in a file of this folder (recorder.ts) */
+  readonly record?: { readonly dir: string; readonly maxBytes?: number }
   readonly log?: Logger
 }
 
@@ -85,14 +88,20 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
   }
 
   async connect(settings: PoolConnectionSettings, signal: AbortSignal): Promise<ConnectedPool> {
+    const origin = poolOrigin(settings.host, this.#options.allowHttp ?? false)
+    const { record, log } = this.#options
+    const recorder =
+      record === undefined ? undefined : await XapiRecorder.open({ dir: record.dir, host: origin.host, maxBytes: record.maxBytes ?? DEFAULT_RECORD_MAX_BYTES, ...(log === undefined ? {} : { log }) })
+    if (recorder !== undefined) log?.info({ file: recorder.path }, 'XAPI: recording the connection')
     const connection = new XapiConnection({
-      origin: poolOrigin(settings.host, this.#options.allowHttp ?? false),
+      origin,
       username: settings.username,
       password: settings.password,
       trust: trustOf(settings),
       ...(this.#options.callTimeout === undefined ? {} : { callTimeout: this.#options.callTimeout }),
       ...(this.#options.probeTimeout === undefined ? {} : { probeTimeout: this.#options.probeTimeout }),
-      ...(this.#options.log === undefined ? {} : { log: this.#options.log }),
+      ...(log === undefined ? {} : { log }),
+      ...(recorder === undefined ? {} : { recorder }),
     })
     const abort = (): void => void connection.close()
     signal.addEventListener('abort', abort, { once: true })
