@@ -14,20 +14,19 @@ import { sendAsset } from './static-reply.js'
 export const XO6_BASE = '/v6'
 
 /**
- * Keel's own policy with what XO 6 needs besides, found by running it:
- * - `style-src 'unsafe-inline'`: its components set `style` attributes in the markup they render,
- *   and its charts and tooltips insert `<style>` elements; scripts stay `'self'` only, so no
- *   injected markup runs.
- * - `font-src 'self' data:`: its icon and text fonts are files of the build, some inlined.
- * - `img-src blob:`: images it draws and hands to the page as blobs.
- * - `manifest-src 'self'`: its web manifest, which `default-src 'none'` would refuse.
+ * Keel's own policy with what XO 6 needs besides, found by running it under Keel's (docs/xo6.md):
+ * - `style-src 'unsafe-inline'`: its components insert `<style>` elements and set `style`
+ *   attributes; refused, its pages lose their layout and some menus throw. Scripts stay `'self'`
+ *   only, so injected markup still cannot run anything.
+ * - `font-src 'self'`: its fonts are files of the build, which `default-src 'none'` refuses.
+ * - `manifest-src 'self'`: the page links its web manifest, refused the same way.
  */
 const policy = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data: blob:",
-  "font-src 'self' data:",
+  "img-src 'self' data:",
+  "font-src 'self'",
   "connect-src 'self'",
   "manifest-src 'self'",
   "form-action 'self'",
