@@ -32,6 +32,8 @@ function watch(page: Page): void {
     if (status >= 400) problems.push({ page: current, what: `${status} ${response.request().method()} ${response.url().replace(url, '')}` })
   })
   page.on('requestfailed', (request) => {
+    // Chrome reports a 204 fetch as aborted after its response: it was answered.
+    if (request.response()?.ok() === true) return
     const reason = request.failure()?.errorText ?? 'failed'
     // A page left while its event stream is open aborts it: that is the walk, not a failure.
     if (reason === 'net::ERR_ABORTED' && request.url().includes('/rest/v0/events')) return
@@ -92,14 +94,14 @@ async function act(page: Page, vm: string): Promise<void> {
   await visit(page, `/vm/${vm}/dashboard`)
   await step('shutdown', async () => {
     await clickText(page, '.ui-head-bar .actions button', 'Change state')
-    await clickText(page, 'li, button, [role=menuitem]', 'Shutdown')
-    await clickText(page, '[role=dialog] button', 'Shutdown')
+    await clickText(page, '.menu-item > *', 'Shutdown')
+    await clickText(page, '[role=dialog] button', 'Shutdown VM')
     await shows(page, 'Halted')
     if ((await vmField(page, vm, 'power_state')) !== 'Halted') throw new Error('the API does not say Halted')
   })
   await step('start', async () => {
     await clickText(page, '.ui-head-bar .actions button', 'Change state')
-    await clickText(page, 'li, button, [role=menuitem]', 'Start')
+    await clickText(page, '.menu-item > *', 'Start')
     await shows(page, 'Running')
     if ((await vmField(page, vm, 'power_state')) !== 'Running') throw new Error('the API does not say Running')
   })
@@ -107,7 +109,7 @@ async function act(page: Page, vm: string): Promise<void> {
     const before = ((await vmField(page, vm, 'snapshots')) as string[]).length
     await visit(page, `/vm/${vm}/snapshots`)
     await clickText(page, '.ui-head-bar .actions .ui-button-icon', '')
-    await clickText(page, 'li, button, [role=menuitem]', 'Snapshot')
+    await clickText(page, '.menu-item > *', 'Snapshot')
     await page.waitForFunction(`fetch('/rest/v0/vms/${vm}').then((response) => response.json()).then((vm) => vm.snapshots.length > ${before})`, { polling: 500, timeout: 60_000 })
     await settle(page)
   })
@@ -163,6 +165,13 @@ async function main(): Promise<void> {
     ]
     for (const [route, shot] of routes) await visit(page, route, shot)
     if (vm !== undefined) await act(page, vm)
+    // XO 6's menu signs out by going to /signout.
+    current = 'sign-out'
+    await page.goto(`${url}/signout`)
+    await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')])
+    await page.goto(`${url}/v6/`)
+    if (!page.url().startsWith(`${url}/signin`)) problems.push({ page: current, what: `still signed in: ${page.url()}` })
+    else process.stdout.write('signed out\n')
   } finally {
     await browser.close()
   }
