@@ -16,8 +16,8 @@ export const XO6_BASE = '/v6'
 /**
  * Keel's own policy with what XO 6 needs besides, found by running it under Keel's (docs/xo6.md):
  * - `style-src 'unsafe-inline'`: its components insert `<style>` elements and set `style`
- *   attributes; refused, its pages lose their layout and some menus throw. Scripts stay `'self'`
- *   only, so injected markup still cannot run anything.
+ *   attributes, which the browser refused. Scripts stay `'self'` only, so injected markup still
+ *   cannot run anything.
  * - `font-src 'self'`: its fonts are files of the build, which `default-src 'none'` refuses.
  * - `manifest-src 'self'`: the page links its web manifest, refused the same way.
  */
