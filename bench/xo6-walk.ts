@@ -5,8 +5,8 @@ import { launchBrowser, newPage } from '../test/helpers/browser.js'
 
 /**
  * Visits every page of XO 6 served by a running Keel (`[http] xo6Root`) as an administrator and
- * prints each failed or non-2xx request and each error the page logs, by page. Not a test: CI has
- * no build of XO 6 (docs/xo6.md says how to make one).
+ * prints each failed request, each error status and each error the page logs, by page; it exits 1
+ * when there is any. Not a test: CI has no build of XO 6 (docs/xo6.md says how to make one).
  *
  *   node dist/bench/xo6-walk.js http://127.0.0.1:8080 admin@admin.net PASSWORD [screenshot folder]
  */
@@ -28,7 +28,7 @@ let current = 'sign-in'
 function watch(page: Page): void {
   page.on('response', (response) => {
     const status = response.status()
-    // Redirects and revalidations are the protocol working; the data URLs of the build are not requests.
+    // Redirects (to sign in) and 304s (revalidations) are the protocol working.
     if (status >= 400) problems.push({ page: current, what: `${status} ${response.request().method()} ${response.url().replace(url, '')}` })
   })
   page.on('requestfailed', (request) => {
@@ -177,6 +177,7 @@ async function main(): Promise<void> {
   }
   for (const problem of problems) process.stdout.write(`${problem.page}\t${problem.what}\n`)
   process.stdout.write(`${problems.length} problems\n`)
+  if (problems.length > 0) process.exitCode = 1
 }
 
 await main()
