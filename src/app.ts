@@ -21,6 +21,7 @@ import { BackupService } from './backups/service.js'
 import { WorkerPool } from '../workers/pool.js'
 import { docsRoutes } from './api/docs.js'
 import { consoleRoutes } from './console/routes.js'
+import { xo6Routes } from './console/xo6.js'
 import { operationsRoutes } from './api/operations-endpoints.js'
 import { buildOpenApi } from './api/openapi.js'
 import { createLiveChanges } from './api/live-changes.js'
@@ -269,6 +270,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const routes: RouteDef[] = [
     ...docsRoutes(() => openApiText),
     ...consoleRoutes({ authenticator, tokens, validity: options.config.authentication.defaultTokenValidity }),
+    ...(options.config.http.xo6Root === undefined ? [] : xo6Routes({ authenticator, root: options.config.http.xo6Root })),
     ...meRoutes(),
     ...sources
       .filter((source) => source.name !== 'backup-archives')

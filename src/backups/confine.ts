@@ -50,7 +50,8 @@ async function realLocation(path: string): Promise<string | undefined> {
   }
 }
 
-const isWithin = (root: string, path: string): boolean => {
+/** Whether `path` is `root` or below it; both already resolved. */
+export const isWithin = (root: string, path: string): boolean => {
   const rest = relative(root, path)
   return rest === '' || (rest !== '..' && !rest.startsWith(`..${sep}`) && !isAbsolute(rest))
 }

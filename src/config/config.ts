@@ -68,6 +68,12 @@ const absolutePathsReader: Reader<readonly string[] | undefined> = (value, key) 
   return value.map((item) => resolve(item))
 }
 
+/** A folder named by an absolute path, off unless set. */
+const absolutePathReader: Reader<string | undefined> = (value, key) => {
+  if (typeof value !== 'string' || !isAbsolute(value) || value.includes('\0')) throw new ConfigError(key, `expected an absolute path, got ${JSON.stringify(value)}`)
+  return resolve(value)
+}
+
 /** A `[[proxies]]` entry: a backup proxy the reference would list, served as `/rest/v0/proxies`. */
 export interface ProxyConfig {
   readonly id: string
@@ -119,6 +125,8 @@ const sections = {
       idleTimeout: { read: durationReader, default: 5 * 60_000 },
       streamPause: { read: durationReader, default: 5 },
       maxHeavyListings: { read: integerReader(0, 10_000), default: 4 },
+      /** a build of the reference's web application (XO 6), served at /v6/ */
+      xo6Root: { read: absolutePathReader, default: undefined },
     },
   },
   'rest-api': {

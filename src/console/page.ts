@@ -106,3 +106,21 @@ ${options.failed ? '<p class="error" role="alert">Invalid email or password.</p>
 `
   return page(html, [])
 }
+
+/**
+ * What a link to `/signout` (XO 6's menu) lands on: a form that signs out when sent. A GET that
+ * signed out would let any other site sign a user out with a link.
+ */
+export function signOutPage(table: AssetTable): Page {
+  const html = `${head(table, 'Sign out · Keel')}
+</head>
+<body class="signin">
+<form class="signin-form" method="post" action="/signout">
+<h1>Keel</h1>
+<button type="submit" autofocus>Sign out</button>
+</form>
+</body>
+</html>
+`
+  return page(html, [])
+}

@@ -7,7 +7,7 @@ import { redirect } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses } from '../http/schemas.js'
 import { loadAssets, type AssetTable } from './assets.js'
-import { appPage, ASSET_BASE, assetHeaders, signInPage, type Page } from './page.js'
+import { appPage, ASSET_BASE, assetHeaders, signInPage, signOutPage, type Page } from './page.js'
 import { hasSession, sameOriginPath, signIn, signOut } from './session.js'
 import { notModified, sendAsset } from './static-reply.js'
 
@@ -43,6 +43,7 @@ const IMMUTABLE = 'public, max-age=31536000, immutable'
 export function consoleRoutes(deps: ConsoleDeps): RouteDef[] {
   const table = deps.assets ?? loadAssets()
   const app = appPage(table)
+  const signOutForm = signOutPage(table)
   const signInPages = new Map<string, Page>()
   const signInFor = (target: string, failed: boolean): Page => {
     const key = `${failed ? 1 : 0}${target}`
@@ -87,6 +88,15 @@ export function consoleRoutes(deps: ConsoleDeps): RouteDef[] {
         ...BodyErrorResponses,
       },
       handler: ({ req, res, requestId }) => signIn(session, req, res, requestId),
+    }),
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: '/signout',
+      operationId: 'signout-page',
+      summary: 'The sign-out page: a form that signs out when sent',
+      responses: { 200: { description: 'HTML page', contentType: 'text/html' } },
+      handler: ({ req, res }) => sendPage(req, res, signOutForm),
     }),
     defineRoute({
       ...common,

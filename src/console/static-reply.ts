@@ -3,6 +3,9 @@ import type { Asset } from './assets.js'
 
 type Encoding = 'br' | 'gzip' | 'identity'
 
+/** An asset, or a file whose format is compressed already (fonts, images): only its identity is sent. */
+export type ServedFile = Omit<Asset, 'gzip' | 'br'> & { readonly gzip?: Buffer; readonly br?: Buffer }
+
 /**
  * The best of brotli, gzip and none that Accept-Encoding allows: the highest q wins, brotli
  * first on a tie; `*` stands for whatever is not named; `q=0` refuses.
@@ -31,20 +34,27 @@ export function notModified(req: IncomingMessage, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === opaque)
 }
 
-/** A file's representation: its encoding's bytes and tag, 304 when the client holds it already. */
-export function sendAsset(req: IncomingMessage, res: ServerResponse, asset: Asset, headers: Readonly<Record<string, string>>): void {
+/** The encoding the request takes and its bytes. */
+function representation(req: IncomingMessage, asset: ServedFile): readonly [Encoding, Buffer] {
+  const { gzip, br } = asset
+  if (gzip === undefined || br === undefined) return ['identity', asset.identity]
   const encoding = chooseEncoding(req.headers['accept-encoding'])
+  return [encoding, encoding === 'br' ? br : encoding === 'gzip' ? gzip : asset.identity]
+}
+
+/** A file's representation: its encoding's bytes and tag, 304 when the client holds it already. */
+export function sendAsset(req: IncomingMessage, res: ServerResponse, asset: ServedFile, headers: Readonly<Record<string, string>>): void {
+  const [encoding, body] = representation(req, asset)
   // Each encoding is a representation of its own: its strong tag differs.
   const etag = encoding === 'identity' ? asset.etag : `${asset.etag.slice(0, -1)}-${encoding}"`
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
-  res.setHeader('Vary', 'Accept-Encoding')
+  if (asset.gzip !== undefined) res.setHeader('Vary', 'Accept-Encoding')
   res.setHeader('ETag', etag)
   if (notModified(req, etag)) {
     res.statusCode = 304
     res.end()
     return
   }
-  const body = encoding === 'identity' ? asset.identity : asset[encoding]
   res.statusCode = 200
   res.setHeader('Content-Type', asset.type)
   if (encoding !== 'identity') res.setHeader('Content-Encoding', encoding)
