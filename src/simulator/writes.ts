@@ -5,8 +5,9 @@ import { invalidValue, XapiFailure } from './failures.js'
 
 /** XAPI fields the lab's PATCH sets, by class: the XAPI name and the lab's, whose setters differ by type. */
 const LAB_FIELDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  VM: { name_label: 'nameLabel', name_description: 'nameDescription' },
+  VM: { name_label: 'nameLabel', name_description: 'nameDescription', ha_restart_priority: 'highAvailability', start_delay: 'startDelay' },
   VDI: { name_label: 'name_label', name_description: 'name_description' },
+  VIF: { locking_mode: 'lockingMode', ipv4_allowed: 'allowedIpv4Addresses', ipv6_allowed: 'allowedIpv6Addresses' },
   SR: { name_label: 'name_label', name_description: 'name_description' },
   network: { name_label: 'name_label', name_description: 'name_description' },
   host: { name_label: 'name_label', name_description: 'name_description' },

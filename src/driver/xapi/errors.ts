@@ -35,6 +35,9 @@ const translations: Readonly<Record<string, Translation>> = {
   OTHER_OPERATION_IN_PROGRESS: ([, , operation = ''], subject) => state('current_operations', operation, '')([], subject),
   VDI_IN_USE: state('attached', true, false),
   TASK_CANCELLED: () => aborted(),
+  // A host without the method (an older release): the reference's notImplemented, 501, rather than a pool failure.
+  MESSAGE_METHOD_UNKNOWN: (params) =>
+    new KeelError('NOT_IMPLEMENTED', `this pool does not offer ${params[0] ?? 'the method'} (an older XAPI?)`, { code: 'MESSAGE_METHOD_UNKNOWN', params: [...params] }),
 }
 
 /** A XAPI failure as Keel answers it; anything that is not a XapiError passes unchanged. */
