@@ -80,7 +80,7 @@ async function applyLimits(context: CallContext, vm: Vm, limits: VmLimits): Prom
 }
 
 /** New vCPU counts: the maximum only while halted, the live count only while running. */
-function cpus(context: CallContext, ref: XmlRpcValue | undefined, change: (current: Cpus) => Cpus, live = false): Promise<string> {
+async function cpus(context: CallContext, ref: XmlRpcValue | undefined, change: (current: Cpus) => Cpus, live = false): Promise<string> {
   const vm = vmOf(context, ref)
   const current = cpusOf(vm)
   const next = change(current)
@@ -92,7 +92,7 @@ function cpus(context: CallContext, ref: XmlRpcValue | undefined, change: (curre
 }
 
 /** New memory limits: static ones only while halted, dynamic ones while halted, running or paused. */
-function memory(context: CallContext, ref: XmlRpcValue | undefined, change: (current: Memory) => Memory): Promise<string> {
+async function memory(context: CallContext, ref: XmlRpcValue | undefined, change: (current: Memory) => Memory): Promise<string> {
   const vm = vmOf(context, ref)
   const current = memoryOf(vm)
   const next = change(current)
