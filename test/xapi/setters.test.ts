@@ -160,3 +160,54 @@ t.test('over XML-RPC: ints as strings, failures in the Status struct', async (t)
   t.same(await xapi.xml('VM.set_memory_dynamic_max', [session, vm, String(4096 * MiB)]), { error: ['MEMORY_CONSTRAINT_VIOLATION', MEMORY_RULE] })
   t.match(lab(xapi, vm), { CPUs: { max: max + 1 }, memory: { dynamic: [1024 * MiB, 1024 * MiB] } }, 'nothing changed')
 })
+
+t.test('a VIF\u2019s QoS rate limit and other_config `ethtool-tx` reach the lab as its rate limit and checksumming', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const [vif] = await xapi.call<string[]>('VM.get_VIFs', [session, await named(xapi, session, 'VM', 'web-01')])
+  if (vif === undefined) throw new Error('web-01 has no VIF')
+  t.equal(await xapi.call('VIF.set_qos_algorithm_type', [session, vif, 'ratelimit']), '')
+  t.notOk('rateLimit' in lab(xapi, vif), 'no limit before its rate')
+  t.equal(await xapi.call('VIF.set_qos_algorithm_params', [session, vif, { kbps: '1000' }]), '')
+  t.equal(await xapi.call('VIF.add_to_other_config', [session, vif, 'ethtool-tx', 'false']), '')
+  t.match(lab(xapi, vif), { rateLimit: 1000, txChecksumming: false }, 'in the lab')
+  t.match(await xapi.call('VIF.get_record', [session, vif]), { qos_algorithm_type: 'ratelimit', qos_algorithm_params: { kbps: '1000' }, other_config: { 'ethtool-tx': 'false' } })
+  t.same(await xapi.json('VIF.add_to_other_config', [session, vif, 'ethtool-tx', 'true']), { error: ['MAP_DUPLICATE_KEY', 'VIF', 'other_config', vif, 'ethtool-tx'] })
+  t.equal(await xapi.call('VIF.set_qos_algorithm_type', [session, vif, '']), '')
+  t.equal(await xapi.call('VIF.remove_from_other_config', [session, vif, 'ethtool-tx']), '')
+  t.notOk('rateLimit' in lab(xapi, vif), 'the limit lifted')
+  t.equal(lab(xapi, vif)['txChecksumming'], true)
+})
+
+t.test('network.destroy: refused while a VIF on it is plugged or a PIF is on it; an unused network goes', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const networks = await xapi.call<Record<string, Obj>>('network.get_all_records', [session])
+  const attached = new Set(Object.entries(await xapi.call<Record<string, Obj>>('VIF.get_all_records', [session])).filter(([, vif]) => vif['currently_attached'] === true).map(([ref]) => ref))
+  const pluggedOn = (network: Obj): string[] => (network['VIFs'] as string[]).filter((vif) => attached.has(vif))
+  const used = Object.entries(networks).find(([, n]) => pluggedOn(n).length > 0)
+  if (used === undefined) throw new Error('no network in use in the demo lab')
+  const [usedRef, usedRecord] = used
+  t.same(await xapi.json('network.destroy', [session, usedRef]), { error: ['NETWORK_CONTAINS_VIF', ...pluggedOn(usedRecord)] })
+  for (const vif of pluggedOn(usedRecord)) await xapi.call('VIF.unplug', [session, vif])
+  const unplugged = await xapi.call('network.get_record', [session, usedRef])
+  t.same(await xapi.json('network.destroy', [session, usedRef]), { error: ['NETWORK_CONTAINS_PIF', ...(usedRecord['PIFs'] as string[])] }, 'its VIFs unplugged, its PIFs still hold it')
+  t.same(await xapi.call('network.get_record', [session, usedRef]), unplugged, 'nothing changed')
+
+  // A network of the pool with no PIF, made in the lab, and an unplugged VIF on it: both go.
+  const driver = xapi.simulator.services.driver
+  const labPool = [...driver.objectsOfType('pool')][0]
+  if (labPool === undefined) throw new Error('no pool')
+  const created = await driver.perform(labPool, 'create_internal_network', { name: 'scratch' }, { signal: new AbortController().signal, userId: 'test', progress: () => {} })
+  const scratch = String(driver.getObject(created?.id ?? '')?.['_xapiRef'])
+  const halted = await named(xapi, session, 'VM', 'staging-app')
+  const vif = await xapi.call<string>('VIF.create', [
+    session,
+    { device: '', network: scratch, VM: halted, MAC: '', MTU: 1500, other_config: {}, qos_algorithm_type: '', qos_algorithm_params: {}, locking_mode: 'network_default', ipv4_allowed: [], ipv6_allowed: [] },
+  ])
+  const task = await xapi.call<string>('Async.network.destroy', [session, scratch])
+  t.match(await taskOutcome(xapi, session, task), { status: 'success' })
+  t.same(await xapi.json('network.get_record', [session, scratch]), { error: ['HANDLE_INVALID', 'network', scratch] })
+  t.same(await xapi.json('VIF.get_record', [session, vif]), { error: ['HANDLE_INVALID', 'VIF', vif] }, 'its unplugged VIF went with it')
+  t.notOk((await xapi.call<string[]>('VM.get_VIFs', [session, halted])).includes(vif))
+})

@@ -34,6 +34,9 @@ const translations: Readonly<Record<string, Translation>> = {
   VM_IS_TEMPLATE: state('is_a_template', true, false),
   OTHER_OPERATION_IN_PROGRESS: ([, , operation = ''], subject) => state('current_operations', operation, '')([], subject),
   VDI_IN_USE: state('attached', true, false),
+  // Refs of the plugged VIFs, or of the PIFs: the network's counts say it in Keel's terms.
+  NETWORK_CONTAINS_VIF: (params, subject) => state('VIFs attached', params.length, 0)(params, subject),
+  NETWORK_CONTAINS_PIF: (params, subject) => state('PIFs', params.length, 0)(params, subject),
   TASK_CANCELLED: () => aborted(),
   // A host without the method (an older release): the reference's notImplemented, 501, rather than a pool failure.
   MESSAGE_METHOD_UNKNOWN: (params) =>
