@@ -295,6 +295,27 @@ t.test('destroy: a VM goes with its snapshots and the disks only it used; a VDI 
   t.same(env.refs('task'), [])
 })
 
+t.test('destroy of a network: refused while a VIF on it is plugged or a PIF is on it, as the lab refuses one in use; an unused one goes', async (t) => {
+  const env = await setup(t)
+  const used = env.named('network', 'VM network')
+  const before = env.of(used)
+  const inUse = await failure(env.ops.destroy(used, context()))
+  t.same([inUse.code, inUse.data?.['property'], inUse.data?.['object']], ['INCORRECT_STATE', 'VIFs attached', used.id])
+  t.equal(env.of(used), before, 'nothing changed')
+
+  const driver = env.sim.simulator.services.driver
+  const pool = [...driver.objectsOfType('pool')][0]
+  if (pool === undefined) throw new Error('no pool')
+  const made = await driver.perform(pool, 'create_internal_network', { name: 'scratch' }, context())
+  const scratch = driver.getObject(made?.id ?? '')
+  if (scratch === undefined) throw new Error('no network made')
+  const ctx = context()
+  await env.ops.destroy(scratch, ctx)
+  t.notOk(env.refs('network').includes(String(scratch['_xapiRef'])), 'the network is gone')
+  t.equal(ctx.reported.at(-1), 100)
+  t.same(env.refs('task'), [])
+})
+
 t.test('XAPI failures answered as Keel’s', async (t) => {
   const env = await setup(t)
   const vm = env.named('VM', 'web-01')
@@ -322,6 +343,12 @@ t.test('the mapping table', async (t) => {
   t.match(keelErrorOf(new XapiError('UUID_INVALID', ['VM', 'u'])), { code: 'NO_SUCH_OBJECT' })
   t.match(keelErrorOf(new XapiError('TASK_CANCELLED', ['OpaqueRef:t'])), { code: 'ABORTED' })
   t.match(keelErrorOf(new XapiError('SR_FULL', ['1', '2'])), { code: 'XAPI_ERROR', data: { code: 'SR_FULL', params: ['1', '2'] } })
+  const network = { id: 'net-1', type: 'network' }
+  t.match(keelErrorOf(new XapiError('NETWORK_CONTAINS_VIF', ['OpaqueRef:a', 'OpaqueRef:b']), { object: network }), {
+    code: 'INCORRECT_STATE',
+    data: { actual: 2, expected: 0, object: 'net-1', property: 'VIFs attached' },
+  })
+  t.match(keelErrorOf(new XapiError('NETWORK_CONTAINS_PIF', ['OpaqueRef:p']), { object: network }), { code: 'INCORRECT_STATE', data: { actual: 1, property: 'PIFs' } })
   t.match(keelErrorOf(new XapiError('MESSAGE_METHOD_UNKNOWN', ['VM.set_bios_strings'])), {
     code: 'NOT_IMPLEMENTED',
     data: { code: 'MESSAGE_METHOD_UNKNOWN', params: ['VM.set_bios_strings'] },
