@@ -309,10 +309,8 @@ t.test('destroy of a network: refused while a VIF on it is plugged or a PIF is o
   const made = await driver.perform(pool, 'create_internal_network', { name: 'scratch' }, context())
   const scratch = driver.getObject(made?.id ?? '')
   if (scratch === undefined) throw new Error('no network made')
-  const ctx = context()
-  await env.ops.destroy(scratch, ctx)
+  await env.ops.destroy(scratch, context())
   t.notOk(env.refs('network').includes(String(scratch['_xapiRef'])), 'the network is gone')
-  t.equal(ctx.reported.at(-1), 100)
   t.same(env.refs('task'), [])
 })
 
