@@ -10,6 +10,9 @@ export interface ErrorSubject {
   readonly object?: XoRecord
 }
 
+/** XAPI's answer to a method the host does not have; kept as `data.code`, as a XAPI_ERROR keeps its code. */
+const METHOD_UNKNOWN = 'MESSAGE_METHOD_UNKNOWN'
+
 type Translation = (params: readonly string[], subject: ErrorSubject) => KeelError
 
 const missing: Translation = ([cls = '', handle = ''], { object }) =>
@@ -39,8 +42,8 @@ const translations: Readonly<Record<string, Translation>> = {
   NETWORK_CONTAINS_PIF: (params, subject) => state('PIFs', params.length, 0)(params, subject),
   TASK_CANCELLED: () => aborted(),
   // A host without the method (an older release): the reference's notImplemented, 501, rather than a pool failure.
-  MESSAGE_METHOD_UNKNOWN: (params) =>
-    new KeelError('NOT_IMPLEMENTED', `this pool does not offer ${params[0] ?? 'the method'} (an older XAPI?)`, { code: 'MESSAGE_METHOD_UNKNOWN', params: [...params] }),
+  [METHOD_UNKNOWN]: (params) =>
+    new KeelError('NOT_IMPLEMENTED', `this pool does not offer ${params[0] ?? 'the method'} (an older XAPI?)`, { code: METHOD_UNKNOWN, params: [...params] }),
 }
 
 /** A XAPI failure as Keel answers it; anything that is not a XapiError passes unchanged. */
