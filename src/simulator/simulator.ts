@@ -16,7 +16,9 @@ import { Faults } from './faults.js'
 import { DEFAULT_MAX_BODY, rpcListener } from './http.js'
 import { LabFeed } from './lab-feed.js'
 import { memberAddresses, memberOf, PoolRoles } from './members.js'
+import { networkHandlers } from './networks.js'
 import { sessionHandlers } from './session-handlers.js'
+import { setterHandlers } from './setters.js'
 import { Sessions } from './sessions.js'
 import { Tasks } from './tasks.js'
 import { Transfers } from './transfers.js'
@@ -66,7 +68,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler }]))
   const dispatcher = new Dispatcher(
     services,
-    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers, ...deviceHandlers },
+    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers, ...deviceHandlers, ...setterHandlers, ...networkHandlers },
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )

@@ -5,12 +5,35 @@ import { invalidValue, XapiFailure } from './failures.js'
 
 /** XAPI fields the lab's PATCH sets, by class: the XAPI name and the lab's, whose setters differ by type. */
 const LAB_FIELDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  VM: { name_label: 'nameLabel', name_description: 'nameDescription' },
+  VM: { name_label: 'nameLabel', name_description: 'nameDescription', ha_restart_priority: 'highAvailability', start_delay: 'startDelay' },
   VDI: { name_label: 'name_label', name_description: 'name_description' },
+  VIF: { locking_mode: 'lockingMode', ipv4_allowed: 'allowedIpv4Addresses', ipv6_allowed: 'allowedIpv6Addresses' },
   SR: { name_label: 'name_label', name_description: 'name_description' },
   network: { name_label: 'name_label', name_description: 'name_description' },
   host: { name_label: 'name_label', name_description: 'name_description' },
   pool: { name_label: 'name_label', name_description: 'name_description' },
+}
+
+const asMap = (value: XmlRpcValue | undefined): Readonly<Record<string, XmlRpcValue>> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) ? (value as Readonly<Record<string, XmlRpcValue>>) : {}
+
+/** The reference's rate limit: the `ratelimit` QoS algorithm with `kbps`. */
+function rateLimit(record: Readonly<Record<string, XmlRpcValue>>): Record<string, unknown> {
+  const kbps = Number(asMap(record['qos_algorithm_params'])['kbps'])
+  return { rateLimit: record['qos_algorithm_type'] === 'ratelimit' && Number.isSafeInteger(kbps) && kbps >= 1 ? kbps : null }
+}
+
+/**
+ * XAPI fields that carry a lab field in another shape, by class: the lab's
+ * PATCH, derived from the record as the write leaves it. The XAPI field
+ * itself is laid over the lab's record too, as the client wrote it.
+ */
+const DERIVED: Readonly<Record<string, Readonly<Record<string, (record: Readonly<Record<string, XmlRpcValue>>) => Record<string, unknown>>>>> = {
+  VIF: {
+    qos_algorithm_type: rateLimit,
+    qos_algorithm_params: rateLimit,
+    other_config: (record) => ({ txChecksumming: asMap(record['other_config'])['ethtool-tx'] !== 'false' }),
+  },
 }
 
 const labFailure = (error: unknown, field: string, value: XmlRpcValue): XapiFailure => {
@@ -44,6 +67,15 @@ export async function setField(services: Services, cls: string, ref: string, fie
     for (const tag of current) if (!wanted.has(tag)) await services.driver.setTag(lab, tag, false)
     for (const tag of wanted) if (!current.has(tag)) await services.driver.setTag(lab, tag, true)
     return
+  }
+  const derive = DERIVED[cls]?.[field]
+  if (derive !== undefined && lab['_xapiRef'] === ref && services.driver.capabilities.patch.includes(lab.type)) {
+    const changed = Object.entries(derive({ ...stored.record, [field]: value })).filter(([name, next]) => (lab[name] ?? null) !== next)
+    if (changed.length > 0) {
+      await services.driver.update(lab, Object.fromEntries(changed)).catch((error: unknown) => {
+        throw labFailure(error, field, value)
+      })
+    }
   }
   services.feed.overlay(ref, { [field]: value })
 }

@@ -2,7 +2,7 @@ import t from 'tap'
 import type { XoRecord } from '../../src/driver/types.js'
 import { keelErrorOf } from '../../src/driver/xapi/errors.js'
 import { XapiOperations, xapiCapabilities } from '../../src/driver/xapi/operations.js'
-import { XapiError } from '../../src/driver/xapi/types.js'
+import { XapiError, type XapiCallOptions, type XapiPool, type XapiTaskOptions } from '../../src/driver/xapi/types.js'
 import { INSTALLATION_MARK } from '../../src/installation.js'
 import { context } from '../helpers/lab.js'
 import { simulatedPool, type SimulatedPool } from '../helpers/xapi-pool.js'
@@ -25,6 +25,24 @@ async function setup(t: TestScope, stepDelay?: number): Promise<Setup> {
     return record
   }
   return { ...sim, ops: new XapiOperations(sim.locator, sim.index), named, of: (record) => sim.xapi(String(record['_xapiRef'])) }
+}
+
+/** The operations on a host older than the simulator: `missing` answer MESSAGE_METHOD_UNKNOWN, as XAPI answers a method it lacks. */
+function lacking(env: Setup, missing: readonly string[]): XapiOperations {
+  const unknown = (method: string) => Promise.reject(new XapiError('MESSAGE_METHOD_UNKNOWN', [method]))
+  const older = (pool: XapiPool): XapiPool => ({
+    poolId: pool.poolId,
+    call: <T>(method: string, params: readonly unknown[], options?: XapiCallOptions) => (missing.includes(method) ? unknown(method) : pool.call<T>(method, params, options)),
+    callAsync: <T>(method: string, params: readonly unknown[], options?: XapiTaskOptions) =>
+      missing.includes(method) ? unknown(`Async.${method}`) : pool.callAsync<T>(method, params, options),
+    request: (request) => pool.request(request),
+    settled: (options) => pool.settled(options),
+  })
+  const locate = (record: XoRecord) => {
+    const location = env.locator.locate(record)
+    return location === undefined ? undefined : { ...location, pool: older(location.pool) }
+  }
+  return new XapiOperations({ ...env.locator, locate }, env.index)
 }
 
 t.test('every power action in every power state runs as XAPI runs it, or is refused as the lab refuses it', async (t) => {
@@ -203,11 +221,17 @@ t.test('PATCH sets every field or none', async (t) => {
   const state = await failure(env.ops.update(suspended, { cpus: 2 }))
   t.same([state.code, state.data?.['actual']], ['INCORRECT_STATE', 'Suspended'])
 
-  // The simulator does not serve VM.set_VCPUs_max: the rename done before it is taken back.
+  await env.ops.update(vm, { cpus: 3 })
+  t.match(env.of(vm), { VCPUs_max: 3, VCPUs_at_startup: 3 })
+  await env.ops.update(vm, { cpus: 1, memory: 2 * 1024 ** 3 })
+  t.match(env.of(vm), { VCPUs_max: 1, VCPUs_at_startup: 1, memory_static_max: 2 * 1024 ** 3, memory_dynamic_min: 2 * 1024 ** 3, memory_dynamic_max: 2 * 1024 ** 3 })
+
+  // A host without VM.set_VCPUs_max: the rename done before it is taken back, and the answer is the reference's 501.
   const renamed = env.of(vm)
-  const refused = await failure(env.ops.update(vm, { nameLabel: 'again', cpus: 8 }))
-  t.same([refused.code, refused.data?.['code']], ['XAPI_ERROR', 'MESSAGE_METHOD_UNKNOWN'])
+  const refused = await failure(lacking(env, ['VM.set_VCPUs_max']).update(vm, { nameLabel: 'again', cpus: 8 }))
+  t.same([refused.code, refused.data], ['NOT_IMPLEMENTED', { code: 'MESSAGE_METHOD_UNKNOWN', params: ['VM.set_VCPUs_max'] }])
   t.equal(env.of(vm)['name_label'], renamed['name_label'], 'the fields set before the failure were taken back')
+  t.equal(env.of(vm)['VCPUs_at_startup'], renamed['VCPUs_at_startup'])
 })
 
 t.test('PATCH of a VDI: a size that only grows, applied after every field that can be taken back', async (t) => {
@@ -220,10 +244,12 @@ t.test('PATCH of a VDI: a size that only grows, applied after every field that c
   const shrink = await failure(env.ops.update(vdi, { size: 1 }))
   t.same([shrink.code, shrink.data], ['INVALID_PARAMETERS', { errors: [{ path: 'body.size', message: `a disk can only grow: it has ${size + 2 * 1024 * 1024} bytes` }] }])
   t.equal(env.of(vdi), before, 'nothing changed')
-  // VDI.set_name_label is an explicit message the simulator does not serve: the resize, which cannot be taken back, never runs.
-  const refused = await failure(env.ops.update(vdi, { size: size + 4 * 1024 * 1024, name_label: 'renamed' }))
-  t.same([refused.code, refused.data?.['code']], ['XAPI_ERROR', 'MESSAGE_METHOD_UNKNOWN'])
+  // On a host without VDI.set_name_label the resize, which cannot be taken back, never runs.
+  const refused = await failure(lacking(env, ['VDI.set_name_label']).update(vdi, { size: size + 4 * 1024 * 1024, name_label: 'renamed' }))
+  t.same([refused.code, refused.data?.['code']], ['NOT_IMPLEMENTED', 'MESSAGE_METHOD_UNKNOWN'])
   t.equal(env.of(vdi), before, 'nothing changed')
+  await env.ops.update(vdi, { size: size + 4 * 1024 * 1024, name_label: 'renamed' })
+  t.match(env.of(vdi), { virtual_size: size + 4 * 1024 * 1024, name_label: 'renamed' })
   const network = env.named('network', 'VM network')
   await env.ops.update(network, { name_description: 'guests' })
   t.equal(env.of(network)['name_description'], 'guests')
@@ -269,6 +295,25 @@ t.test('destroy: a VM goes with its snapshots and the disks only it used; a VDI 
   t.same(env.refs('task'), [])
 })
 
+t.test('destroy of a network: refused while a VIF on it is plugged or a PIF is on it, as the lab refuses one in use; an unused one goes', async (t) => {
+  const env = await setup(t)
+  const used = env.named('network', 'VM network')
+  const before = env.of(used)
+  const inUse = await failure(env.ops.destroy(used, context()))
+  t.same([inUse.code, inUse.data?.['property'], inUse.data?.['object']], ['INCORRECT_STATE', 'VIFs attached', used.id])
+  t.equal(env.of(used), before, 'nothing changed')
+
+  const driver = env.sim.simulator.services.driver
+  const pool = [...driver.objectsOfType('pool')][0]
+  if (pool === undefined) throw new Error('no pool')
+  const made = await driver.perform(pool, 'create_internal_network', { name: 'scratch' }, context())
+  const scratch = driver.getObject(made?.id ?? '')
+  if (scratch === undefined) throw new Error('no network made')
+  await env.ops.destroy(scratch, context())
+  t.notOk(env.refs('network').includes(String(scratch['_xapiRef'])), 'the network is gone')
+  t.same(env.refs('task'), [])
+})
+
 t.test('XAPI failures answered as Keel’s', async (t) => {
   const env = await setup(t)
   const vm = env.named('VM', 'web-01')
@@ -296,6 +341,16 @@ t.test('the mapping table', async (t) => {
   t.match(keelErrorOf(new XapiError('UUID_INVALID', ['VM', 'u'])), { code: 'NO_SUCH_OBJECT' })
   t.match(keelErrorOf(new XapiError('TASK_CANCELLED', ['OpaqueRef:t'])), { code: 'ABORTED' })
   t.match(keelErrorOf(new XapiError('SR_FULL', ['1', '2'])), { code: 'XAPI_ERROR', data: { code: 'SR_FULL', params: ['1', '2'] } })
+  const network = { id: 'net-1', type: 'network' }
+  t.match(keelErrorOf(new XapiError('NETWORK_CONTAINS_VIF', ['OpaqueRef:a', 'OpaqueRef:b']), { object: network }), {
+    code: 'INCORRECT_STATE',
+    data: { actual: 2, expected: 0, object: 'net-1', property: 'VIFs attached' },
+  })
+  t.match(keelErrorOf(new XapiError('NETWORK_CONTAINS_PIF', ['OpaqueRef:p']), { object: network }), { code: 'INCORRECT_STATE', data: { actual: 1, property: 'PIFs' } })
+  t.match(keelErrorOf(new XapiError('MESSAGE_METHOD_UNKNOWN', ['VM.set_bios_strings'])), {
+    code: 'NOT_IMPLEMENTED',
+    data: { code: 'MESSAGE_METHOD_UNKNOWN', params: ['VM.set_bios_strings'] },
+  })
   const other = new Error('socket hang up')
   t.equal(keelErrorOf(other), other, 'anything else passes unchanged')
   t.ok(Object.keys(xapiCapabilities.actions).length > 0)

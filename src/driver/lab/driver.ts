@@ -19,6 +19,7 @@ import { setTag } from './operations/tags.js'
 import { snapshotVdi } from './operations/vdi-snapshot.js'
 import { createBlankVm, type BlankVm } from './operations/new-vm.js'
 import { changeMedia } from './operations/devices.js'
+import { setVmLimits, type VmLimits } from './operations/vm-limits.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
 import type { LabChange, LabStore } from './store.js'
@@ -229,6 +230,12 @@ export class LabDriver implements Driver, LabStore {
     const op = operation(this.#env, context)
     await changeMedia(op, vbd, vdiId)
     op.progress.set(1)
+  }
+
+  /** A VM's vCPU and memory limits as XAPI sets them, outside the REST catalogue (whose PATCH sets them together): for the XAPI simulator's VM.set_VCPUs_* and VM.set_memory_*. */
+  async setVmLimits(vm: XoRecord, limits: VmLimits): Promise<void> {
+    if (vm.type !== 'VM') throw notDeclared(vm, 'limits')
+    this.#commit((plan) => setVmLimits(plan, vm.id, limits))
   }
 
   async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {

@@ -10,6 +10,9 @@ export interface ErrorSubject {
   readonly object?: XoRecord
 }
 
+/** XAPI's answer to a method the host does not have; kept as `data.code`, as a XAPI_ERROR keeps its code. */
+const METHOD_UNKNOWN = 'MESSAGE_METHOD_UNKNOWN'
+
 type Translation = (params: readonly string[], subject: ErrorSubject) => KeelError
 
 const missing: Translation = ([cls = '', handle = ''], { object }) =>
@@ -34,7 +37,13 @@ const translations: Readonly<Record<string, Translation>> = {
   VM_IS_TEMPLATE: state('is_a_template', true, false),
   OTHER_OPERATION_IN_PROGRESS: ([, , operation = ''], subject) => state('current_operations', operation, '')([], subject),
   VDI_IN_USE: state('attached', true, false),
+  // Refs of the plugged VIFs, or of the PIFs: the network's counts say it in Keel's terms.
+  NETWORK_CONTAINS_VIF: (params, subject) => state('VIFs attached', params.length, 0)(params, subject),
+  NETWORK_CONTAINS_PIF: (params, subject) => state('PIFs', params.length, 0)(params, subject),
   TASK_CANCELLED: () => aborted(),
+  // A host without the method (an older release): the reference's notImplemented, 501, rather than a pool failure.
+  [METHOD_UNKNOWN]: (params) =>
+    new KeelError('NOT_IMPLEMENTED', `this pool does not offer ${params[0] ?? 'the method'} (an older XAPI?)`, { code: METHOD_UNKNOWN, params: [...params] }),
 }
 
 /** A XAPI failure as Keel answers it; anything that is not a XapiError passes unchanged. */

@@ -71,7 +71,10 @@ export function vifObject(vif: XoRecord, context: RecordContext): XapiObject {
       VM: context.ref(vif['$VM']),
       MAC: str(vif, 'MAC'),
       MTU: num(vif, 'MTU', 1500),
-      other_config: stringMap(vif['other_config']),
+      // Where the reference keeps the checksumming flag and the rate limit (xo-server's VIF setters).
+      other_config: { ...stringMap(vif['other_config']), ...(vif['txChecksumming'] === false ? { 'ethtool-tx': 'false' } : {}) },
+      qos_algorithm_type: typeof vif['rateLimit'] === 'number' ? 'ratelimit' : '',
+      qos_algorithm_params: typeof vif['rateLimit'] === 'number' ? { kbps: String(vif['rateLimit']) } : {},
       currently_attached: bool(vif, 'attached'),
       locking_mode: str(vif, 'lockingMode', 'network_default'),
       ipv4_allowed: strings(vif['allowedIpv4Addresses']),

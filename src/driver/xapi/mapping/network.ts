@@ -53,6 +53,12 @@ export function pifRecord({ ref, record: r }: XapiObject, context: MappingContex
   })
 }
 
+/** The reference's rate limit: the `ratelimit` QoS algorithm's `kbps`. */
+function rateLimit(r: XapiObject['record']): number | undefined {
+  const kbps = map(r['qos_algorithm_params'])['kbps']
+  return r['qos_algorithm_type'] === 'ratelimit' && kbps !== undefined && /^\d+$/.test(kbps) ? Number(kbps) : undefined
+}
+
 export function vifRecord({ ref, record: r }: XapiObject, context: MappingContext): Fields {
   const uuid = text(r['uuid'])
   const other = map(r['other_config'])
@@ -66,6 +72,7 @@ export function vifRecord({ ref, record: r }: XapiObject, context: MappingContex
     allowedIpv4Addresses: list(r['ipv4_allowed']),
     allowedIpv6Addresses: list(r['ipv6_allowed']),
     txChecksumming: other['ethtool-tx'] !== 'false',
+    rateLimit: rateLimit(r),
     other_config: other,
     $network: context.id(r['network']),
     $VM: context.id(r['VM']),

@@ -1,3 +1,4 @@
+import { CREATION_KEY, decodeCreation } from '../creation.js'
 import { base, bool, defined, ids, isRef, list, map, num, seconds, text, type Fields, type MappingContext, type XapiObject, type XapiRecord } from './context.js'
 
 const RUNNING = new Set(['Running', 'Paused'])
@@ -71,6 +72,7 @@ export function vmRecord({ ref, record: r }: XapiObject, context: MappingContext
     current_operations: map(r['current_operations']),
     blockedOperations: map(r['blocked_operations']),
     auto_poweron: other['auto_poweron'] === 'true',
+    creation: decodeCreation(other[CREATION_KEY]),
     high_availability: text(r['ha_restart_priority']),
     startDelay: num(r['start_delay']),
     startTime: seconds(metrics['start_time']),

@@ -60,9 +60,15 @@ const vdi: XapiDestroyer = async ({ pool, ref }, context) => {
   await pool.callAsync('VDI.destroy', [ref], step(context))
 }
 
+/** As XAPI destroys a network: refused while a VIF on it is plugged or a PIF is on it; its unplugged VIFs go with it. */
+const network: XapiDestroyer = async ({ pool, ref }, context) => {
+  await pool.callAsync('network.destroy', [ref], step(context))
+}
+
 export const destroyersByType: Readonly<Record<string, XapiDestroyer>> = {
   VM: vm,
   'VM-snapshot': vm,
   VDI: vdi,
   'VDI-snapshot': vdi,
+  network,
 }
