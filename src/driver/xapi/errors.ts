@@ -34,6 +34,8 @@ const translations: Readonly<Record<string, Translation>> = {
   VM_IS_TEMPLATE: state('is_a_template', true, false),
   OTHER_OPERATION_IN_PROGRESS: ([, , operation = ''], subject) => state('current_operations', operation, '')([], subject),
   VDI_IN_USE: state('attached', true, false),
+  DEVICE_ALREADY_ATTACHED: state('attached', true, false),
+  DEVICE_ALREADY_DETACHED: state('attached', false, true),
   TASK_CANCELLED: () => aborted(),
 }
 

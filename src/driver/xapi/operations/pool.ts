@@ -1,6 +1,7 @@
 import type { OperationContext } from '../../types.js'
 import type { XapiPool } from '../types.js'
 import type { XapiAction, XapiFields } from './context.js'
+import { createVm } from './create-vm.js'
 import { rebootHost } from './host.js'
 
 type Records = Readonly<Record<string, XapiFields>>
@@ -65,6 +66,7 @@ const rollingReboot: XapiAction = async (_env, { pool }, _params, context) => {
 }
 
 export const poolActions: Readonly<Record<string, XapiAction>> = {
+  create_vm: createVm,
   emergency_shutdown: emergencyShutdown,
   rolling_reboot: rollingReboot,
 }
