@@ -15,6 +15,7 @@ import { serverCertificate } from './certificate.js'
 import { Faults } from './faults.js'
 import { instantiationHandlers } from './instantiate.js'
 import { maintenanceHandlers } from './maintenance.js'
+import { networkHandlers } from './networks.js'
 import { DEFAULT_MAX_BODY, rpcListener } from './http.js'
 import { LabFeed } from './lab-feed.js'
 import { memberAddresses, memberOf, PoolRoles } from './members.js'
@@ -68,7 +69,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler }]))
   const dispatcher = new Dispatcher(
     services,
-    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers, ...deviceHandlers, ...instantiationHandlers, ...maintenanceHandlers },
+    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers, ...deviceHandlers, ...instantiationHandlers, ...maintenanceHandlers, ...networkHandlers },
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )

@@ -1,6 +1,7 @@
+import { optionalInteger, optionalString, requiredString } from '../../lab/operations/params.js'
 import type { OperationContext } from '../../types.js'
 import type { XapiPool } from '../types.js'
-import type { XapiAction, XapiFields } from './context.js'
+import { created, step, type XapiAction, type XapiFields } from './context.js'
 import { createVm } from './create-vm.js'
 import { rebootHost } from './host.js'
 
@@ -102,7 +103,20 @@ const rollingReboot: XapiAction = async (_env, { pool }, _params, context) => {
   return undefined
 }
 
+/** A network of the pool with no PIF, as the reference creates one (XAPI picks its bridge). */
+const createInternalNetwork: XapiAction = async (env, { pool }, params, context) => {
+  const record = {
+    name_label: requiredString(params, 'name'),
+    name_description: optionalString(params, 'description') ?? '',
+    MTU: optionalInteger(params, 'mtu') ?? 1500,
+    other_config: { automatic: 'false' },
+    tags: [],
+  }
+  return created(env, pool, 'network', await pool.callAsync<string>('network.create', [record], step(context)))
+}
+
 export const poolActions: Readonly<Record<string, XapiAction>> = {
+  create_internal_network: createInternalNetwork,
   create_vm: createVm,
   emergency_shutdown: emergencyShutdown,
   rolling_reboot: rollingReboot,
