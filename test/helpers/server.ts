@@ -30,6 +30,8 @@ export interface TestServer {
   readonly clock: ManualClock
   /** under KEEL_TEST_DRIVER=xapi, the lab the simulator serves as the pool */
   readonly poolLab?: LabDriver
+  /** the data directory of the lab that holds the disks: the server's, or under xapi the simulator's */
+  readonly labDataDir: string
   /** fetch relative to the server, as the administrator unless `auth` says otherwise */
   request(path: string, init?: RequestInit & { auth?: string | null }): Promise<Response>
   json<T = unknown>(path: string, init?: RequestInit & { auth?: string | null }): Promise<{ status: number; body: T; response: Response }>
@@ -68,7 +70,7 @@ function testDriver(): ((lab: Driver) => Driver) | undefined {
  * server's data directory (so a server started again on it finds the same
  * pool) and stopped with the server.
  */
-async function xapiPool(dataDir: string): Promise<{ options: XapiDriverOptions; lab: LabDriver; close: () => Promise<void> } | undefined> {
+async function xapiPool(dataDir: string): Promise<{ options: XapiDriverOptions; lab: LabDriver; dataDir: string; close: () => Promise<void> } | undefined> {
   if (process.env['KEEL_TEST_DRIVER'] !== 'xapi') return undefined
   const simulatorDir = join(dataDir, 'xapi-simulator')
   mkdirSync(simulatorDir, { recursive: true })
@@ -77,6 +79,7 @@ async function xapiPool(dataDir: string): Promise<{ options: XapiDriverOptions; 
   return {
     options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools: [{ host: url, username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false }] },
     lab: simulator.services.driver,
+    dataDir: simulatorDir,
     close: () => simulator.close(),
   }
 }
@@ -126,6 +129,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     app,
     dataDir,
     clock,
+    labDataDir: pool?.dataDir ?? dataDir,
     ...(pool === undefined ? {} : { poolLab: pool.lab }),
     request,
     async json<T>(path: string, init?: RequestInit & { auth?: string | null }) {
