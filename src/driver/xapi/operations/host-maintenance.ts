@@ -31,11 +31,32 @@ const onRunning =
     return undefined
   }
 
+/**
+ * Nothing is lost with a host that leaves: it may hold no guest and no
+ * local SR with disks on it, as the lab refuses it (XAPI refuses the first;
+ * the second would lose the disks with the host).
+ */
+async function requireEmpty(env: Env, { object, pool, ref }: Target, signal: AbortSignal): Promise<void> {
+  const held = (what: string): never => {
+    const id = env.locator.recordOf(pool, what)?.id ?? what
+    throw incorrectState({ actual: object.id, expected: object['$pool'], object: id, property: '$container' })
+  }
+  for (const vm of await pool.call<string[]>('host.get_resident_VMs', [ref], { signal })) {
+    if ((await pool.call<boolean>('VM.get_is_control_domain', [vm], { signal })) !== true) held(vm)
+  }
+  for (const pbd of await pool.call<string[]>('host.get_PBDs', [ref], { signal })) {
+    const sr = await pool.call<string>('PBD.get_SR', [pbd], { signal })
+    const record = await pool.call<XapiFields>('SR.get_record', [sr], { signal })
+    if (record['shared'] !== true && Array.isArray(record['VDIs']) && record['VDIs'].length > 0) held(sr)
+  }
+}
+
 const leaving =
   (method: string, state: 'Running' | 'Halted'): XapiAction =>
-  async (env, { object, pool, ref }, _params, context) => {
-    notMaster(env, requireState(env, object, state))
-    await pool.callAsync(method, [ref], step(context))
+  async (env, target, _params, context) => {
+    notMaster(env, requireState(env, target.object, state))
+    await requireEmpty(env, target, context.signal)
+    await target.pool.callAsync(method, [target.ref], step(context))
     return undefined
   }
 
