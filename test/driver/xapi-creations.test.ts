@@ -56,7 +56,7 @@ t.test('create_vm: from a template, with the disks and VIFs asked for, booted; w
   const plain = env.record((await env.ops.perform(pool, 'create_vm', { name_label: 'plain', template: template.id }, context()))?.id ?? '')
   const disks = (template['template_info'] as { disks: Array<{ size: number }> }).disks
   t.same(vdisOf(env, plain).map((vdi) => vdi['size']), disks.map((disk) => disk.size), 'the template’s disks, provisioned')
-  t.equal(env.of(plain)['power_state'], 'Halted')
+  t.match(env.of(plain), { power_state: 'Halted', name_description: '' }, 'not the template’s description')
   t.same(env.refs('task'), [], 'every XAPI task destroyed')
 })
 
@@ -65,8 +65,12 @@ t.test('create_vm refuses what it names wrongly before anything is made, and tak
   const pool = env.named('pool', 'Demo pool')
   const template = env.named('VM-template', 'Debian Bookworm 12')
   const iso = [...env.sim.simulator.services.driver.objectsOfType('SR')].find((sr) => sr['content_type'] === 'iso') as XoRecord
+  const locals = [...env.sim.simulator.services.driver.objectsOfType('SR')].filter((sr) => sr['shared'] === false && sr['content_type'] !== 'iso')
+  const [here, there] = locals.filter((sr, i) => locals.findIndex((other) => other['$container'] === sr['$container']) === i)
+  if (here === undefined || there === undefined) throw new Error('the demo lab has local SRs on two hosts')
   const before = env.counts()
   const refusals: Array<[Record<string, unknown>, string, unknown]> = [
+    [{ name_label: 'x', template: template.id, vdis: [{ name_label: 'a', size: GiB, sr: here.id }, { name_label: 'b', size: GiB, sr: there.id }] }, 'INVALID_PARAMETERS', { errors: [{ path: 'body.vdis' }] }],
     [{ name_label: 'x', template: 'no-such-template' }, 'NO_SUCH_OBJECT', { id: 'no-such-template', type: 'VM-template' }],
     [{ name_label: 'x', template: template.id, vdis: [{ name_label: 'd', size: GiB, sr: 'no-such-sr' }] }, 'NO_SUCH_OBJECT', { id: 'no-such-sr', type: 'SR' }],
     [{ name_label: 'x', template: template.id, vdis: [{ name_label: 'd', size: GiB, sr: iso.id }] }, 'INVALID_PARAMETERS', { errors: [{ path: 'body.vdis.0.sr' }] }],

@@ -37,6 +37,7 @@ function freeSpace(sr: XoRecord): number {
 function plan(env: Env, target: Target, params: CreateVmParams): Plan {
   const template = refOf(env, target, params.template, 'VM-template', 'body.template')
   const defaultSr = target.object['default_SR']
+  const localHosts = new Set<unknown>()
   const disks = params.vdis?.map((disk, i): NewDisk => {
     const path = `body.vdis.${i}.sr`
     const srId = disk.sr ?? (typeof defaultSr === 'string' ? defaultSr : undefined)
@@ -47,8 +48,10 @@ function plan(env: Env, target: Target, params: CreateVmParams): Plan {
     if (record !== undefined && freeSpace(record) < disk.size) {
       throw invalidParameters([{ path: `body.vdis.${i}.size`, message: `SR ${srId} has ${freeSpace(record)} bytes free, the disk needs ${disk.size}` }])
     }
+    if (record?.['shared'] === false) localHosts.add(record['$container'])
     return { name_label: disk.name_label, name_description: disk.name_description ?? 'Created by XO', size: disk.size, sr }
   })
+  if (localHosts.size > 1) throw invalidParameters([{ path: 'body.vdis', message: 'the disks are on local SRs of different hosts: no host could start the VM' }])
   const networks = (params.vifs ?? []).map((vif, i) => ({
     ref: refOf(env, target, vif.network, 'network', `body.vifs.${i}.network`),
     mtu: num(env.index.getObject(vif.network)?.['MTU']) || 1500,
@@ -57,10 +60,11 @@ function plan(env: Env, target: Target, params: CreateVmParams): Plan {
   return { template, disks, networks }
 }
 
-/** CPUs and memory as asked; the CPU count is raised before its maximum is lowered, and the other way round, so that XAPI's order holds at each call. */
+/** The description, CPUs and memory as asked: a maximum is raised before the CPU count, the count lowered before the maximum, so that XAPI's count <= maximum holds at each call. */
 async function settings(pool: XapiPool, vm: string, params: CreateVmParams, signal: AbortSignal): Promise<void> {
   const options = { signal }
-  if (params.name_description !== undefined) await pool.call('VM.set_name_description', [vm, params.name_description], options)
+  // The clone has the template's description; the lab's VM has the one asked for, or none.
+  await pool.call('VM.set_name_description', [vm, params.name_description ?? ''], options)
   if (params.cpus !== undefined) {
     const current = Number(await pool.call<number | string>('VM.get_VCPUs_at_startup', [vm], options))
     const calls: Array<[string, number]> = [['VM.set_VCPUs_max', params.cpus], ['VM.set_VCPUs_at_startup', params.cpus]]
@@ -130,7 +134,9 @@ async function addVifs(pool: XapiPool, vm: string, networks: Plan['networks'], s
 
 /** What the clone became, finished: provisioned or given its disks, a VM, set up, booted if asked. */
 async function finish(pool: XapiPool, vm: string, params: CreateVmParams, planned: Plan, context: OperationContext): Promise<void> {
+  // Disks asked for replace the template's, as the lab has it: the provisioning spec goes, as the reference removes it.
   if (planned.disks === undefined) await pool.callAsync('VM.provision', [vm], step(context, 20, 50))
+  else await pool.call('VM.remove_from_other_config', [vm, 'disks'], { signal: context.signal })
   await pool.call('VM.set_is_a_template', [vm, false], { signal: context.signal })
   await settings(pool, vm, params, context.signal)
   if (planned.disks !== undefined) await addDisks(pool, vm, planned.disks, context)
