@@ -20,7 +20,7 @@ export function labObject(context: CallContext, cls: string, ref: XmlRpcValue | 
 }
 
 /** A lab failure as XAPI words it (shared notes on xapi §1.3). */
-function failure(error: unknown, ref: string, cls: string): unknown {
+export function failure(error: unknown, ref: string, cls: string): unknown {
   if (!isKeelError(error)) return error
   const data = error.data ?? {}
   switch (error.code) {

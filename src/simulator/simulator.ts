@@ -13,10 +13,12 @@ import { XapiDatabase } from './database.js'
 import { eventHandlers } from './events.js'
 import { serverCertificate } from './certificate.js'
 import { Faults } from './faults.js'
+import { instantiationHandlers } from './instantiate.js'
+import { maintenanceHandlers } from './maintenance.js'
+import { networkHandlers } from './networks.js'
 import { DEFAULT_MAX_BODY, rpcListener } from './http.js'
 import { LabFeed } from './lab-feed.js'
 import { memberAddresses, memberOf, PoolRoles } from './members.js'
-import { networkHandlers } from './networks.js'
 import { sessionHandlers } from './session-handlers.js'
 import { setterHandlers } from './setters.js'
 import { Sessions } from './sessions.js'
@@ -68,7 +70,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler }]))
   const dispatcher = new Dispatcher(
     services,
-    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers, ...deviceHandlers, ...setterHandlers, ...networkHandlers },
+    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers, ...deviceHandlers, ...setterHandlers, ...instantiationHandlers, ...maintenanceHandlers, ...networkHandlers },
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )

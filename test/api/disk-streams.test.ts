@@ -80,7 +80,7 @@ async function vdiCount(server: TestServer): Promise<number> {
 
 function srFiles(server: TestServer, sr: string): string[] {
   try {
-    return readdirSync(join(server.dataDir, 'srs', sr)).sort()
+    return readdirSync(join(server.labDataDir, 'srs', sr)).sort()
   } catch {
     return []
   }
@@ -97,7 +97,7 @@ t.test('disk streams over the lab', async (t) => {
     const head = await server.request(`/rest/v0/vdis/${disk.id}.raw`, { headers: { range: 'bytes=0-63' } })
     t.equal(head.status, 206)
     t.match(Buffer.from(await head.arrayBuffer()).toString(), /^KEEL demo disk staging-app/)
-    const folder = join(server.dataDir, 'srs', disk.$SR)
+    const folder = join(server.labDataDir, 'srs', disk.$SR)
     const { statSync } = await import('node:fs')
     t.equal(disk.usage, statSync(join(folder, `${disk.id}.vhd`)).size, 'usage is the size of its file')
     const sr = await server.json<{ physical_usage: number }>(`/rest/v0/srs/${disk.$SR}`)
@@ -232,7 +232,7 @@ print(hashlib.sha256(child.read_buffer_at_offset(child.get_media_size(), 0)).hex
       t.ok((await bytesOf(server, `/rest/v0/vdis/${disk.id}.raw`)).equals(current))
       t.ok(bases() < before, 'the base the snapshot shared is merged away')
       t.notOk(srFiles(server, disk.$SR).includes(`${base.id}.vhd`), 'the snapshot file is gone')
-      const footer = readFileSync(join(server.dataDir, 'srs', disk.$SR, `${disk.id}.vhd`)).subarray(0, 512)
+      const footer = readFileSync(join(server.labDataDir, 'srs', disk.$SR, `${disk.id}.vhd`)).subarray(0, 512)
       t.equal(footer.readUInt32BE(60), 3, 'the disk is a dynamic VHD again: its chain is one file')
     })
   })

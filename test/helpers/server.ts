@@ -28,6 +28,10 @@ export interface TestServer {
   readonly app: App
   readonly dataDir: string
   readonly clock: ManualClock
+  /** under KEEL_TEST_DRIVER=xapi, the lab the simulator serves as the pool */
+  readonly poolLab?: LabDriver
+  /** the data directory of the lab that holds the disks: the server's, or under xapi the simulator's */
+  readonly labDataDir: string
   /** fetch relative to the server, as the administrator unless `auth` says otherwise */
   request(path: string, init?: RequestInit & { auth?: string | null }): Promise<Response>
   json<T = unknown>(path: string, init?: RequestInit & { auth?: string | null }): Promise<{ status: number; body: T; response: Response }>
@@ -66,7 +70,7 @@ function testDriver(): ((lab: Driver) => Driver) | undefined {
  * server's data directory (so a server started again on it finds the same
  * pool) and stopped with the server.
  */
-async function xapiPool(dataDir: string): Promise<{ options: XapiDriverOptions; close: () => Promise<void> } | undefined> {
+async function xapiPool(dataDir: string): Promise<{ options: XapiDriverOptions; lab: LabDriver; dataDir: string; close: () => Promise<void> } | undefined> {
   if (process.env['KEEL_TEST_DRIVER'] !== 'xapi') return undefined
   const simulatorDir = join(dataDir, 'xapi-simulator')
   mkdirSync(simulatorDir, { recursive: true })
@@ -74,6 +78,8 @@ async function xapiPool(dataDir: string): Promise<{ options: XapiDriverOptions; 
   const url = await simulator.listen(0, '127.0.0.1')
   return {
     options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools: [{ host: url, username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false }] },
+    lab: simulator.services.driver,
+    dataDir: simulatorDir,
     close: () => simulator.close(),
   }
 }
@@ -123,6 +129,8 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     app,
     dataDir,
     clock,
+    labDataDir: pool?.dataDir ?? dataDir,
+    ...(pool === undefined ? {} : { poolLab: pool.lab }),
     request,
     async json<T>(path: string, init?: RequestInit & { auth?: string | null }) {
       const response = await request(path, init)
@@ -143,8 +151,8 @@ export function jsonBody(value: unknown, method = 'POST'): RequestInit {
 
 /**
  * A server, and the lab under whatever driver the suite runs
- * (KEEL_TEST_DRIVER=lagged), for changes a pool makes on its own. Refused
- * where no lab serves (KEEL_TEST_DRIVER=xapi).
+ * (KEEL_TEST_DRIVER=lagged), or the lab the simulator serves as the pool
+ * (KEEL_TEST_DRIVER=xapi), for changes a pool makes on its own.
  */
 export async function startLabServer(options: StartOptions = {}): Promise<{ server: TestServer; lab: LabDriver }> {
   let lab: LabDriver | undefined
@@ -159,7 +167,8 @@ export async function startLabServer(options: StartOptions = {}): Promise<{ serv
       },
     },
   })
-  if (lab !== undefined) return { server, lab }
+  const found = lab ?? server.poolLab
+  if (found !== undefined) return { server, lab: found }
   await server.close()
   throw new Error('the test server runs no lab')
 }

@@ -234,6 +234,10 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
     return this.#operations.setTag(object, tag, present)
   }
 
+  create(type: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created> {
+    return this.#operations.create(type, params, context)
+  }
+
   #served(poolId: string): boolean {
     for (const record of this.#byId.values()) if (record['$pool'] === poolId) return true
     return false

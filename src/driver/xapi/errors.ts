@@ -40,6 +40,8 @@ const translations: Readonly<Record<string, Translation>> = {
   // Refs of the plugged VIFs, or of the PIFs: the network's counts say it in Keel's terms.
   NETWORK_CONTAINS_VIF: (params, subject) => state('VIFs attached', params.length, 0)(params, subject),
   NETWORK_CONTAINS_PIF: (params, subject) => state('PIFs', params.length, 0)(params, subject),
+  DEVICE_ALREADY_ATTACHED: state('attached', true, false),
+  DEVICE_ALREADY_DETACHED: state('attached', false, true),
   TASK_CANCELLED: () => aborted(),
   // A host without the method (an older release): the reference's notImplemented, 501, rather than a pool failure.
   [METHOD_UNKNOWN]: (params) =>

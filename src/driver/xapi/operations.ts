@@ -1,22 +1,35 @@
-import { aborted, noSuchObject } from '../../errors.js'
+import { aborted, KeelError, noSuchObject } from '../../errors.js'
 import { taggableTypes } from '../../model/operations.js'
 import { notDeclared } from '../capabilities.js'
 import type { Created, DriverCapabilities, DriverOperations, OperationContext, XoRecord } from '../types.js'
 import { translated } from './errors.js'
 import type { Env, Params, Target, XapiAction, XapiIndex } from './operations/context.js'
-import { destroyersByType } from './operations/destroy.js'
+import { destroyersByType as ownDestroyers, type XapiDestroyer } from './operations/destroy.js'
+import { creatorsByType, deviceActions, destroyDevice } from './operations/devices.js'
 import { hostActions } from './operations/host.js'
+import { hostMaintenanceActions } from './operations/host-maintenance.js'
 import { poolActions } from './operations/pool.js'
-import { srActions } from './operations/sr.js'
+import { srActions, vdiActions } from './operations/sr.js'
+import { destroyTemplate } from './operations/template.js'
 import { applyPatch, plannersByType } from './operations/update.js'
 import { vmActions } from './operations/vm.js'
 import type { XapiLocator } from './types.js'
 
 const actionsByType: Readonly<Record<string, Readonly<Record<string, XapiAction>>>> = {
   VM: vmActions,
-  host: hostActions,
+  host: { ...hostActions, ...hostMaintenanceActions },
   pool: poolActions,
   SR: srActions,
+  VDI: vdiActions,
+  VBD: deviceActions,
+  VIF: deviceActions,
+}
+
+const destroyersByType: Readonly<Record<string, XapiDestroyer>> = {
+  ...ownDestroyers,
+  'VM-template': destroyTemplate,
+  VBD: destroyDevice,
+  VIF: destroyDevice,
 }
 
 const own = <T>(table: Readonly<Record<string, T>>, key: string): T | undefined => (Object.hasOwn(table, key) ? table[key] : undefined)
@@ -27,6 +40,7 @@ export const xapiCapabilities: DriverCapabilities = Object.freeze({
   patch: Object.keys(plannersByType),
   destroy: Object.keys(destroyersByType),
   tags: [...taggableTypes],
+  create: Object.keys(creatorsByType),
 })
 
 /**
@@ -60,6 +74,13 @@ export class XapiOperations implements DriverOperations {
     const destroyer = own(destroyersByType, object.type)
     if (destroyer === undefined) throw notDeclared(object, 'destroy')
     await this.#run(object, context, (target) => destroyer(target, context))
+  }
+
+  async create(type: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created> {
+    const creator = own(creatorsByType, type)
+    if (creator === undefined) throw new KeelError('NO_SUCH_OBJECT', `${type} cannot be created here`, { type, operation: 'POST' })
+    if (context.signal.aborted) throw aborted()
+    return translated({}, () => creator(this.#env, params, context))
   }
 
   async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {

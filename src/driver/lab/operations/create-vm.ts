@@ -16,7 +16,7 @@ import { freeSpace } from './sr-usage.js'
 export type CreateVmParams = Static<typeof CreateVmParamsSchema>
 
 /** The REST layer has validated them; this keeps a direct caller from getting past with a wrong shape. */
-function parseParams(params: Params): CreateVmParams {
+export function parseParams(params: Params): CreateVmParams {
   if (Value.Check(CreateVmParamsSchema, params)) return params
   throw invalidParameters(
     [...Value.Errors(CreateVmParamsSchema, params)].slice(0, 10).map((error) => ({ path: `body${error.path.replaceAll('/', '.')}`, message: error.message })),

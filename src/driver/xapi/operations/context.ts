@@ -44,10 +44,10 @@ export function refOf(env: Env, target: Target, id: string, type: string, path: 
   return location.ref
 }
 
-/** A created object, answered once the index holds it. */
-export async function created(env: Env, pool: XapiPool, cls: string, ref: string): Promise<Created> {
+/** A created object, answered once the index holds it (as `type`, when given: a template made into a VM changes type). */
+export async function created(env: Env, pool: XapiPool, cls: string, ref: string, type?: string): Promise<Created> {
   const uuid = await pool.call<string>(`${cls}.get_uuid`, [ref])
-  const record = await env.index.waitFor(uuid)
+  const record = await env.index.waitFor(uuid, type === undefined ? {} : { until: (candidate) => candidate.type === type })
   return { id: record.id, type: record.type }
 }
 

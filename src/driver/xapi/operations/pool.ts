@@ -1,6 +1,8 @@
+import { optionalInteger, optionalString, requiredString } from '../../lab/operations/params.js'
 import type { OperationContext } from '../../types.js'
 import type { XapiPool } from '../types.js'
-import type { XapiAction, XapiFields } from './context.js'
+import { created, step, type XapiAction, type XapiFields } from './context.js'
+import { createVm } from './create-vm.js'
 import { rebootHost } from './host.js'
 
 type Records = Readonly<Record<string, XapiFields>>
@@ -50,21 +52,72 @@ const emergencyShutdown: XapiAction = async (_env, { pool }, _params, context) =
   return undefined
 }
 
+/** Whether one of the VM's disks is on storage only its host reaches: it cannot move off the host. */
+async function pinned(pool: XapiPool, vm: XapiFields): Promise<boolean> {
+  for (const vbd of Array.isArray(vm['VBDs']) ? vm['VBDs'].map(String) : []) {
+    const vdi = String((await pool.call<XapiFields>('VBD.get_record', [vbd]))['VDI'])
+    if (vdi === 'OpaqueRef:NULL') continue
+    const sr = String(await pool.call<string>('VDI.get_SR', [vdi]))
+    if ((await pool.call<boolean>('SR.get_shared', [sr])) !== true) return true
+  }
+  return false
+}
+
+/** The host's running and paused guests that cannot leave it, with their power states. */
+async function pinnedGuests(pool: XapiPool, host: string): Promise<Array<{ readonly ref: string; readonly paused: boolean }>> {
+  const out: Array<{ ref: string; paused: boolean }> = []
+  for (const ref of await pool.call<string[]>('host.get_resident_VMs', [host])) {
+    const vm = await pool.call<XapiFields>('VM.get_record', [ref])
+    const live = vm['power_state'] === 'Running' || vm['power_state'] === 'Paused'
+    if (vm['is_control_domain'] !== true && live && (await pinned(pool, vm))) out.push({ ref, paused: vm['power_state'] === 'Paused' })
+  }
+  return out
+}
+
 /**
  * Each live host in turn, the master first as the reference does: cleared,
- * rebooted, and waited for until it is back and enabled. A host whose
- * guests cannot all move stops the reboot there, enabled again; the hosts
- * rebooted before it stay so.
+ * rebooted, and waited for until it is back and enabled. Guests whose disks
+ * are on the host's local storage cannot move: they are shut down before
+ * and started again after, as the lab does (the reference's
+ * shutdownPinnedVms), paused ones paused. A host whose other guests cannot
+ * all move stops the reboot there, enabled again, its pinned guests started
+ * again; the hosts rebooted before it stay so.
  */
 const rollingReboot: XapiAction = async (_env, { pool }, _params, context) => {
   const hosts = await liveHosts(pool, 'first')
   for (const [i, host] of hosts.entries()) {
-    await rebootHost(pool, host, { ...context, progress: (percent) => context.progress((100 * i + percent) / hosts.length) })
+    const stopped = await pinnedGuests(pool, host)
+    for (const { ref } of stopped) await pool.callAsync('VM.hard_shutdown', [ref], { signal: context.signal })
+    const restart = async (): Promise<void> => {
+      for (const { ref, paused } of stopped) await pool.callAsync('VM.start_on', [ref, host, paused, false])
+    }
+    try {
+      await rebootHost(pool, host, { ...context, progress: (percent) => context.progress((100 * i + percent) / hosts.length) })
+    } catch (error) {
+      // The reboot's failure is the answer; the guests are started again all the same.
+      await restart().catch(() => undefined)
+      throw error
+    }
+    await restart()
   }
   return undefined
 }
 
+/** A network of the pool with no PIF, as the reference creates one (XAPI picks its bridge). */
+const createInternalNetwork: XapiAction = async (env, { pool }, params, context) => {
+  const record = {
+    name_label: requiredString(params, 'name'),
+    name_description: optionalString(params, 'description') ?? '',
+    MTU: optionalInteger(params, 'mtu') ?? 1500,
+    other_config: { automatic: 'false' },
+    tags: [],
+  }
+  return created(env, pool, 'network', await pool.callAsync<string>('network.create', [record], step(context)))
+}
+
 export const poolActions: Readonly<Record<string, XapiAction>> = {
+  create_internal_network: createInternalNetwork,
+  create_vm: createVm,
   emergency_shutdown: emergencyShutdown,
   rolling_reboot: rollingReboot,
 }
