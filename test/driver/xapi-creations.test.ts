@@ -1,5 +1,6 @@
 import t from 'tap'
 import type { XoRecord } from '../../src/driver/types.js'
+import { CREATION_KEY, decodeCreation } from '../../src/driver/xapi/creation.js'
 import { XapiOperations } from '../../src/driver/xapi/operations.js'
 import { context, type TestScope } from '../helpers/lab.js'
 import { simulatedPool, type SimulatedPool } from '../helpers/xapi-pool.js'
@@ -57,6 +58,8 @@ t.test('create_vm: from a template, with the disks and VIFs asked for, booted; w
   const disks = (template['template_info'] as { disks: Array<{ size: number }> }).disks
   t.same(vdisOf(env, plain).map((vdi) => vdi['size']), disks.map((disk) => disk.size), 'the template’s disks, provisioned')
   t.match(env.of(plain), { power_state: 'Halted', name_description: '' }, 'not the template’s description')
+  const creation = decodeCreation((env.of(plain)['other_config'] as Record<string, string>)[CREATION_KEY])
+  t.match(creation, { user: context().userId, creator: context().userId, template: template.id }, 'who made it, from which template, kept in other_config as XAPI has no such field')
   t.same(env.refs('task'), [], 'every XAPI task destroyed')
 })
 

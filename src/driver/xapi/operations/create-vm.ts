@@ -2,6 +2,7 @@ import { invalidParameters } from '../../../errors.js'
 import { parseParams, type CreateVmParams } from '../../lab/operations/create-vm.js'
 import type { OperationContext, XoRecord } from '../../types.js'
 import type { XapiPool } from '../types.js'
+import { CREATION_KEY, encodeCreation } from '../creation.js'
 import { created, refOf, step, type Env, type Target, type XapiAction } from './context.js'
 import { destroyersByType } from './destroy.js'
 
@@ -138,6 +139,9 @@ async function finish(pool: XapiPool, vm: string, params: CreateVmParams, planne
   if (planned.disks === undefined) await pool.callAsync('VM.provision', [vm], step(context, 20, 50))
   else await pool.call('VM.remove_from_other_config', [vm, 'disks'], { signal: context.signal })
   await pool.call('VM.set_is_a_template', [vm, false], { signal: context.signal })
+  // XAPI keeps no creator: Keel's record of it, read back by the mapping as the VM's `creation`.
+  const creation = encodeCreation({ date: new Date().toISOString(), template: params.template, user: context.userId, creator: context.userId })
+  await pool.call('VM.add_to_other_config', [vm, CREATION_KEY, creation], { signal: context.signal })
   await settings(pool, vm, params, context.signal)
   if (planned.disks !== undefined) await addDisks(pool, vm, planned.disks, context)
   context.progress(60)
