@@ -67,9 +67,9 @@ export class RfbViewer {
     }
   }
 
-  /** Whether any pixel of the cell (8×16 glyphs) is lit, brighter than the background. */
+  /** Whether the cell's character (8×16 glyphs) has a pixel lit, the cursor's underline (its rows 13 and 14) apart. */
   cellLit(column: number, row: number): boolean {
-    for (let y = row * 16; y < row * 16 + 16; y++) {
+    for (let y = row * 16; y < row * 16 + 13; y++) {
       for (let x = column * 8; x < column * 8 + 8; x++) if ((this.framebuffer[(y * this.width + x) * 4] ?? 0) > 0x80) return true
     }
     return false
