@@ -60,6 +60,7 @@ import type { RouteDef } from './http/route.js'
 import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
 import { StreamPacer } from './http/stream-pacer.js'
+import { answerAsRequest } from './http/upgrade-fallback.js'
 import { loadInstallationId } from './installation.js'
 import { openDatabase, type Db } from './store/database.js'
 import { TaskManager } from './tasks/manager.js'
@@ -363,6 +364,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     log,
     requestLog: serviceLog.request,
     observe: (route, method, status, seconds) => metrics.observeRequest(route, method, status, seconds),
+    otherwise: (req, socket) => answerAsRequest(server, req, socket),
   })
   server.on('upgrade', (req, socket, head) => consoles.handle(req, socket, head))
 

@@ -34,8 +34,11 @@ const RESOURCES: Readonly<Record<string, string>> = { VM: 'vm', host: 'host' }
 
 export const consoleResourceOf = (object: XoRecord): string | undefined => (Object.hasOwn(RESOURCES, object.type) ? RESOURCES[object.type] : undefined)
 
-/** Whether the object is in a state that shows a console: a running VM or host. */
-export const hasLiveConsole = (object: XoRecord): boolean => (object as { power_state?: unknown }).power_state === 'Running'
+/** Whether the object has a domain whose console can be shown: a running host, a running or paused VM (its screen stays). */
+export function hasLiveConsole(object: XoRecord): boolean {
+  const state = (object as { power_state?: unknown }).power_state
+  return state === 'Running' || (object.type === 'VM' && state === 'Paused')
+}
 
 /**
  * Every open console, bounded per user and in all, each closed when the

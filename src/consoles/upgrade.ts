@@ -37,6 +37,8 @@ export interface ConsoleUpgradeDeps {
   readonly log: Logger
   readonly requestLog: (entry: RequestLogEntry) => void
   readonly observe: (route: string, method: string, status: number, seconds: number) => void
+  /** answers an upgrade on another path (as the plain request it also is) */
+  readonly otherwise: (req: IncomingMessage, socket: Duplex) => void
 }
 
 /**
@@ -61,6 +63,7 @@ export class ConsoleUpgrades {
 
   /** The server's `upgrade` listener. */
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (!CONSOLE_PATH.test((req.url ?? '/').split('?')[0] ?? '/')) return this.#deps.otherwise(req, socket)
     const started = performance.now()
     const incoming = req.headers['x-request-id']
     const requestId = typeof incoming === 'string' && /^[\w.-]{1,64}$/.test(incoming) ? incoming : nextRequestId()

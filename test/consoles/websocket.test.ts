@@ -1,3 +1,4 @@
+import { request } from 'node:http'
 import t from 'tap'
 import { WebSocket } from 'ws'
 import { consoleUrl, isOpen, mustOpen, openConsole, typeAndSee, type RefusedConsole } from '../helpers/console-socket.js'
@@ -62,6 +63,21 @@ t.test('console WebSockets at /api/consoles/<id>', { skip: xapi }, async (t) => 
     t.equal(status, 404)
   })
 
+  t.test('another upgrade (curl --http2 asks for h2c) is answered as the plain request it also is', async (t) => {
+    const answer = await new Promise<{ status: number | undefined; body: string }>((resolve, reject) => {
+      const req = request(`${server.url}/rest/v0/vms/${ids.runningVm}`, { headers: { ...admin, connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAAQAAP__' } })
+      req.on('response', (response) => {
+        const chunks: Buffer[] = []
+        response.on('data', (chunk: Buffer) => chunks.push(chunk))
+        response.on('end', () => resolve({ status: response.statusCode, body: Buffer.concat(chunks).toString() }))
+      })
+      req.on('error', reject)
+      req.end()
+    })
+    t.equal(answer.status, 200)
+    t.match(JSON.parse(answer.body), { id: ids.runningVm, name_label: 'web-01' })
+  })
+
   t.test('a running VM: the handshake, its boot screen, a key typed shows in the next update', async (t) => {
     const { ws, viewer, closed } = await mustOpen(server.url, ids.runningVm, admin)
     t.equal(viewer.name, 'web-01')
@@ -79,11 +95,15 @@ t.test('console WebSockets at /api/consoles/<id>', { skip: xapi }, async (t) => 
     t.same((await closed).code, 1005)
   })
 
-  t.test('a host has a console too', async (t) => {
-    const { ws, viewer, closed } = await mustOpen(server.url, ids.master, admin)
-    t.equal(viewer.name, 'xcp-ng-01')
-    ws.close()
-    await closed
+  t.test('a host has a console too, and so has a paused VM; a suspended one has none', async (t) => {
+    for (const [id, name] of [[ids.master, 'xcp-ng-01'], [ids.pausedVm, 'ci-runner-01']] as const) {
+      const { ws, viewer, closed } = await mustOpen(server.url, id, admin)
+      t.equal(viewer.name, name)
+      ws.close()
+      await closed
+    }
+    const suspended = await refused(ids.suspendedVm, admin)
+    t.same([suspended.status, suspended.body.code], [409, 'INCORRECT_STATE'])
   })
 
   t.test('what breaks the protocol or the bounds closes the socket', async (t) => {
