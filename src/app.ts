@@ -364,6 +364,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     log,
     requestLog: serviceLog.request,
     observe: (route, method, status, seconds) => metrics.observeRequest(route, method, status, seconds),
+    openStreams: metrics.openStreams,
     otherwise: (req, socket) => answerAsRequest(server, req, socket),
   })
   server.on('upgrade', (req, socket, head) => consoles.handle(req, socket, head))

@@ -104,6 +104,8 @@ export class OpenConsoles {
       end: () => this.#end(open, CLOSE.policy, 'your credentials are no longer valid'),
     })
     this.#removals.set(open, removeCredential)
+    // The object may have stopped, or access changed, while the upgrade was answered.
+    this.#recheck(open)
     return () => this.#forget(open)
   }
 

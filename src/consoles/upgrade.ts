@@ -2,6 +2,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
+import type { Gauge } from 'prom-client'
 import { WebSocketServer, type RawData, type WebSocket } from 'ws'
 import type { Authenticator } from '../auth/authenticate.js'
 import { invalidCredentials } from '../auth/authenticate.js'
@@ -37,6 +38,8 @@ export interface ConsoleUpgradeDeps {
   readonly log: Logger
   readonly requestLog: (entry: RequestLogEntry) => void
   readonly observe: (route: string, method: string, status: number, seconds: number) => void
+  /** counts open consoles (`keel_open_streams{kind="console"}`) */
+  readonly openStreams: Pick<Gauge<'kind'>, 'inc' | 'dec'>
   /** answers an upgrade on another path (as the plain request it also is) */
   readonly otherwise: (req: IncomingMessage, socket: Duplex) => void
 }
@@ -103,7 +106,7 @@ export class ConsoleUpgrades {
     const path = (req.url ?? '/').split('?')[0] ?? '/'
     const match = CONSOLE_PATH.exec(path)
     if (match === null || req.method !== 'GET') throw new KeelError('NO_SUCH_ROUTE', `no such route ${req.method ?? 'GET'} ${path}`, { method: req.method, path })
-    const id = decodeURIComponent(match[1] as string)
+    const id = decodeId(match[1] as string)
     refuseCrossSiteCookie(req)
     const caller = this.#deps.authenticator.authenticate({ cookie: req.headers.cookie, authorization: req.headers.authorization, connection: socket })
     const check = (known: Principal | undefined): Admitted => {
@@ -131,12 +134,13 @@ export class ConsoleUpgrades {
   }
 
   #open(req: IncomingMessage, socket: Duplex, head: Buffer, principal: Principal, object: XoRecord, upgraded: () => void): void {
-    const { consoles, source, authenticator, log } = this.#deps
+    const { consoles, source, authenticator, log, openStreams } = this.#deps
     if (source === undefined) return
     const credential = authenticator.credentialOf({ cookie: req.headers.cookie, authorization: req.headers.authorization }, principal)
     this.#server.handleUpgrade(req, socket, head, (ws: WebSocket) => {
       upgraded()
       const link = source(object)
+      openStreams.inc({ kind: 'console' })
       const forget = consoles.add({
         principal,
         credential,
@@ -146,6 +150,7 @@ export class ConsoleUpgrades {
       ws.on('close', () => {
         forget()
         link.close()
+        openStreams.dec({ kind: 'console' })
       })
       ws.on('error', (error) => log.debug({ err: error, console: object.id }, 'console WebSocket error'))
       ws.on('message', (data: RawData, isBinary: boolean) => {
@@ -170,6 +175,15 @@ export class ConsoleUpgrades {
 interface Admitted {
   readonly principal: Principal
   readonly object: XoRecord
+}
+
+/** An id as the path carries it; one that does not decode names no object. */
+function decodeId(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    throw noSuchObject(text, 'VM or host')
+  }
 }
 
 function toBuffer(data: RawData): Buffer {

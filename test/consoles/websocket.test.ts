@@ -42,6 +42,10 @@ t.test('console WebSockets at /api/consoles/<id>', { skip: xapi }, async (t) => 
     t.equal(notAllowed.status, 403)
     t.same(notAllowed.body.data, { missingPrivileges: [{ resource: 'vm', action: 'console', objectId: ids.runningVm }] })
     t.equal(await powerState(ids.runningVm), 'Running', 'the VM is as it was')
+    const malformed = new WebSocket(`${server.url.replace(/^http/, 'ws')}/api/consoles/%E0%A4%A`, { headers: admin })
+    t.equal(await new Promise((resolve) => malformed.on('unexpected-response', (_request, response) => resolve(response.statusCode))), 404, 'an id that does not decode names no object')
+    const metrics = await (await server.request('/metrics')).text()
+    t.notMatch(metrics, /keel_open_streams\{kind="console"\} [1-9]/, 'no console was opened')
   })
 
   t.test('a cookie-authenticated upgrade from another site is refused (cross-site WebSocket hijacking)', async (t) => {
@@ -91,6 +95,7 @@ t.test('console WebSockets at /api/consoles/<id>', { skip: xapi }, async (t) => 
     t.notOk(viewer.cellLit(column, 7), 'nothing typed yet')
     await typeAndSee(viewer, 'r')
     t.ok(viewer.cellLit(column, 7), 'the key is echoed in the framebuffer')
+    t.match(await (await server.request('/metrics')).text(), /keel_open_streams\{kind="console"\} 1\b/, 'the console is counted')
     ws.close()
     t.same((await closed).code, 1005)
   })
