@@ -155,6 +155,17 @@ t.test('console WebSockets at /api/consoles/<id>', { skip: xapi }, async (t) => 
     t.same(await closed, { code: 1008, reason: 'you may no longer open this console' })
   })
 
+  t.test('a privilege under a tag selector: the tag removed from the VM disconnects its console', async (t) => {
+    const tag = async (present: boolean): Promise<number> => (await server.request(`/rest/v0/vms/${ids.runningVm}/tags/console-ok`, { method: present ? 'PUT' : 'DELETE' })).status
+    t.equal(await tag(true), 204)
+    const user = await scopedUser(server, 'console-tag@example.com', [{ resource: 'vm', action: 'console', selector: 'tags:console-ok' }])
+    const { closed } = await mustOpen(server.url, ids.runningVm, { authorization: user.auth })
+    t.equal(await tag(false), 204)
+    t.same(await closed, { code: 1008, reason: 'you may no longer open this console' })
+    const again = await refused(ids.runningVm, { authorization: user.auth })
+    t.equal(again.status, 403, 'nor open it again')
+  })
+
   t.test('a revoked token disconnects its console', async (t) => {
     const created = await server.json<{ token: { id: string; identifier: string } }>('/rest/v0/users/me/authentication_tokens', { ...jsonBody({}), redirect: 'follow' })
     const { closed } = await mustOpen(server.url, ids.runningVm, { cookie: `authenticationToken=${created.body.token.id}` })
