@@ -22,6 +22,9 @@ import { WorkerPool } from '../workers/pool.js'
 import { docsRoutes } from './api/docs.js'
 import { consoleRoutes } from './console/routes.js'
 import { xo6Routes } from './console/xo6.js'
+import { CONSOLE_LIMITS, OpenConsoles } from './consoles/open-consoles.js'
+import { labConsoles } from './consoles/sources.js'
+import { ConsoleUpgrades } from './consoles/upgrade.js'
 import { operationsRoutes } from './api/operations-endpoints.js'
 import { buildOpenApi } from './api/openapi.js'
 import { createLiveChanges } from './api/live-changes.js'
@@ -58,6 +61,7 @@ import type { RouteDef } from './http/route.js'
 import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
 import { StreamPacer } from './http/stream-pacer.js'
+import { answerAsRequest } from './http/upgrade-fallback.js'
 import { loadInstallationId } from './installation.js'
 import { openDatabase, type Db } from './store/database.js'
 import { TaskManager } from './tasks/manager.js'
@@ -350,6 +354,32 @@ export async function createApp(options: AppOptions): Promise<App> {
     requestLog: serviceLog.request,
   })
 
+  const getObject = (id: string): ReturnType<Driver['getObject']> => driver.getObject(id)
+  const scopeOf = (userId: string): ReturnType<AccessControl['scopeOf']> => acl.scopeOf(userId)
+  const consoles = new ConsoleUpgrades({
+    authenticator,
+    scopeOf,
+    getObject,
+    consoles: new OpenConsoles({
+      limits: CONSOLE_LIMITS,
+      bus,
+      getObject,
+      scopeOf,
+      onCredentialsChange: (listener) => authenticator.onCredentialsChange(listener),
+      credentialCheckInterval: options.config.restApi.streamCredentialCheckInterval,
+      clock,
+      log,
+    }),
+    // The XAPI driver's relay of its pools' consoles is not written yet: only the lab's are served.
+    source: xapi === undefined ? labConsoles : undefined,
+    log,
+    requestLog: serviceLog.request,
+    observe: (route, method, status, seconds) => metrics.observeRequest(route, method, status, seconds),
+    openStreams: metrics.openStreams,
+    otherwise: (req, socket) => answerAsRequest(server, req, socket),
+  })
+  server.on('upgrade', (req, socket, head) => consoles.handle(req, socket, head))
+
   servers.start()
 
   let closed = false
@@ -380,6 +410,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       closed = true
       // Open streams never finish on their own: end them so that the server can close.
       live.close()
+      consoles.close()
       // Stop accepting, let in-flight requests finish, then cut what is still open.
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeIdleConnections()

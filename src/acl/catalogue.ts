@@ -15,6 +15,8 @@ export const actionsByResource: Readonly<Record<string, readonly string[]>> = {
       'nestedVirt', 'nicType', 'notes', 'PV_args', 'resourceSet', 'secureBoot', 'share', 'startDelay', 'suspendSr',
       'tags', 'uefiMode', 'vga', 'videoram', 'viridian', 'virtualizationMode', 'xenStoreData',
     ),
+    // Beyond the spec's list: opening the VM's console (/api/consoles/<id>), which the reference gives to whoever operates the VM.
+    'console',
   ],
   'vm-snapshot': ['read', 'delete', 'export', 'update:tags'],
   'vm-template': ['read', 'delete', 'export', 'instantiate', 'update:tags'],
@@ -35,6 +37,8 @@ export const actionsByResource: Readonly<Record<string, readonly string[]>> = {
     'read', 'allow-vm', 'join-pool', 'export:logs', 'update:tags', 'migrate-receive', 'disable', 'enable', 'evacuate',
     'detach', 'shutdown:clean', 'shutdown:emergency', 'forget', 'reboot:clean', 'reboot:smart', 'restart-toolstack',
     'start', 'scan-pifs',
+    // Beyond the spec's list, as for VMs: the host's console.
+    'console',
   ],
   pool: ['add-host', 'read', 'emergency-shutdown', 'rolling-reboot', 'rolling-update', 'create:network', 'create:vm', 'update:tags'],
   network: ['read', 'create', 'delete', 'update:tags', 'update:other_config'],

@@ -48,7 +48,17 @@ function crossSite(reason: string, data: Record<string, unknown>): KeelError {
  * are never sent by a browser on its own, so they are not checked.
  */
 export function refuseCrossSite(req: IncomingMessage, method: string): void {
-  if (!UNSAFE.has(method) || !carriesCookieToken(req.headers.cookie)) return
+  if (UNSAFE.has(method)) refuseCrossSiteCookie(req)
+}
+
+/**
+ * The same check whatever the method: a WebSocket upgrade is a GET, yet a
+ * page of any site may open one and the browser sends the cookie with it
+ * (cross-site WebSocket hijacking), so a cookie-authenticated upgrade must
+ * come from this service's own pages.
+ */
+export function refuseCrossSiteCookie(req: IncomingMessage): void {
+  if (!carriesCookieToken(req.headers.cookie)) return
   const site = req.headers['sec-fetch-site']
   if (site !== undefined) {
     // `none`: the user's own navigation (a bookmark, the address bar), which no page chose.

@@ -111,7 +111,7 @@ t.test('the catalogue is the spec (plus the backup management Keel adds): 37 res
   t.equal(resources.length, 37)
   t.same(actionsByResource['task'], ['read', 'abort', 'delete'])
   t.same(actionsByResource['schedule']?.slice(0, 2), ['read', 'run'], "the spec's actions first; backups add create, delete and update")
-  t.equal(actionsByResource['vm']?.length, 16 + 37)
+  t.equal(actionsByResource['vm']?.length, 16 + 37 + 1, "the spec's actions and Keel's console")
   const table: Array<[string, string, boolean]> = [
     ['vm', 'shutdown:clean', true],
     ['vm', 'shutdown', true],
