@@ -92,6 +92,7 @@ export class LabDriver implements Driver, LabStore {
         ? undefined
         : new LabDisks(options.dataDir, {
             exists: (id) => isDisk(this.#objects.get(id)),
+            srExists: (id) => this.#objects.get(id)?.type === 'SR',
             usageChanged: (sr, usage) => this.#applyUsage(sr, usage),
           })
     this.disks = this.#files === undefined ? undefined : new LabDiskAccess(this.#files, this, clock)
