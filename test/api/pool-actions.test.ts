@@ -1,6 +1,8 @@
 import t from 'tap'
 import { demoIds } from '../helpers/demo-lab.js'
-import { basic, jsonBody, startServer } from '../helpers/server.js'
+import { scopedAuth } from '../helpers/scoped-user.js'
+import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
+import { openLines } from '../helpers/streams.js'
 
 type Obj = Record<string, unknown>
 const PASSWORD = 'a-user-password'
@@ -32,4 +34,153 @@ t.test('create_internal_network: a network of the pool with no PIF; bad input ch
     body: { code: 'NOT_ENOUGH_PRIVILEGES', data: { missingPrivileges: [{ resource: 'pool', action: 'create:network' }] } },
   })
   t.same(await networks(), before)
+})
+
+const act = (server: TestServer, path: string, body?: unknown, auth?: string) =>
+  server.json<Obj>(`${path}?sync=true`, { method: 'POST', ...(body === undefined ? {} : jsonBody(body)), ...(auth === undefined ? {} : { auth }) })
+const get = async (server: TestServer, path: string): Promise<Obj> => (await server.json<Obj>(path)).body
+const list = async (server: TestServer, path: string): Promise<Obj[]> => (await server.json<Obj[]>(path)).body
+
+/** Each host's PIF of a device, physical and untagged. */
+async function pifsOf(server: TestServer, device: string): Promise<Obj[]> {
+  return (await list(server, '/rest/v0/pifs?fields=id,device,vlan,physical,$host,$network,management')).filter((pif) => pif['device'] === device && pif['physical'] === true)
+}
+
+t.test('create_network: a VLAN network with a tagged PIF on every host; bad input changes nothing', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  const path = `/rest/v0/pools/${demo.pool}/actions/create_network`
+  const [eth1] = await pifsOf(server, 'eth1')
+  const created = await act(server, path, { name: 'storage', description: 'iSCSI', mtu: 9000, nbd: true, pif: String(eth1?.['id']), vlan: 20 })
+  t.equal(created.status, 201)
+  const network = await get(server, `/rest/v0/networks/${String(created.body['id'])}`)
+  t.match(network, { name_label: 'storage', name_description: 'iSCSI', MTU: 9000, nbd: true, isBonded: false, $pool: demo.pool })
+  const pifs = await Promise.all((network['PIFs'] as string[]).map((id) => get(server, `/rest/v0/pifs/${id}`)))
+  t.equal(pifs.length, 3)
+  for (const pif of pifs) t.match(pif, { device: 'eth1', vlan: 20, physical: false, attached: true, management: false, mtu: 9000, $network: network['id'] })
+  t.same(new Set(pifs.map((pif) => pif['$host'])), new Set([demo.master, demo.host2, demo.host3]))
+
+  const before = { networks: await list(server, '/rest/v0/networks?fields=id'), pifs: await list(server, '/rest/v0/pifs?fields=id') }
+  t.match(await act(server, path, { name: 'again', pif: String(eth1?.['id']), vlan: 20 }), { status: 409, body: { code: 'OBJECT_ALREADY_EXISTS' } })
+  t.match(await act(server, path, { name: 'on a VLAN', pif: String(pifs[0]?.['id']), vlan: 30 }), { status: 422, body: { data: { errors: [{ path: 'body.pif' }] } } })
+  t.match(await act(server, path, { name: 'x', pif: 'no-such-pif', vlan: 30 }), { status: 404, body: { code: 'NO_SUCH_OBJECT' } })
+  t.match(await act(server, path, { name: 'x', pif: String(eth1?.['id']), vlan: 4095 }), { status: 422, body: { data: { errors: [{ path: /vlan/ }] } } })
+  t.match(await act(server, path, { name: 'x', pif: String(eth1?.['id']) }), { status: 422, body: { code: 'INVALID_PARAMETERS' } })
+  const poolOnly = await scopedAuth(server, 'pool-networks@example.org', [
+    { resource: 'pool', action: 'create:network' },
+    { resource: 'pif', action: 'read' },
+  ])
+  t.match(await act(server, path, { name: 'x', pif: String(eth1?.['id']), vlan: 30 }, poolOnly), {
+    status: 403,
+    body: { code: 'NOT_ENOUGH_PRIVILEGES', data: { missingPrivileges: [{ resource: 'network', action: 'create' }] } },
+  })
+  t.same({ networks: await list(server, '/rest/v0/networks?fields=id'), pifs: await list(server, '/rest/v0/pifs?fields=id') }, before, 'nothing changed')
+})
+
+t.test('create_bonded_network: a bond of the same devices on every host, the management role moving to it; bad input changes nothing', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  const path = `/rest/v0/pools/${demo.pool}/actions/create_bonded_network`
+  const eth0 = await pifsOf(server, 'eth0')
+  const eth1 = await pifsOf(server, 'eth1')
+  const onMaster = (pifs: Obj[]): string => String(pifs.find((pif) => pif['$host'] === demo.master)?.['id'])
+  const onHost2 = (pifs: Obj[]): string => String(pifs.find((pif) => pif['$host'] === demo.host2)?.['id'])
+
+  const before = { networks: await list(server, '/rest/v0/networks?fields=id'), pifs: await list(server, '/rest/v0/pifs') }
+  t.match(await act(server, path, { name: 'x', pifIds: [onMaster(eth0)], bondMode: 'lacp' }), { status: 422, body: { data: { errors: [{ path: /pifIds/ }] } } })
+  t.match(await act(server, path, { name: 'x', pifIds: [onMaster(eth0), onHost2(eth1)], bondMode: 'lacp' }), { status: 422, body: { data: { errors: [{ path: 'body.pifIds' }] } } })
+  t.match(await act(server, path, { name: 'x', pifIds: [onMaster(eth0), onMaster(eth1)], bondMode: 'round-robin' }), { status: 422, body: { data: { errors: [{ path: /bondMode/ }] } } })
+  t.match(await act(server, path, { name: 'x', pifIds: [onMaster(eth0), 'no-such-pif'], bondMode: 'lacp' }), { status: 404, body: { code: 'NO_SUCH_OBJECT' } })
+  t.same({ networks: await list(server, '/rest/v0/networks?fields=id'), pifs: await list(server, '/rest/v0/pifs') }, before, 'nothing changed')
+
+  const created = await act(server, path, { name: 'bonded', pifIds: [onMaster(eth0), onMaster(eth1)], bondMode: 'active-backup' })
+  t.equal(created.status, 201)
+  const network = await get(server, `/rest/v0/networks/${String(created.body['id'])}`)
+  t.match(network, { name_label: 'bonded', isBonded: true })
+  const masters = await Promise.all((network['PIFs'] as string[]).map((id) => get(server, `/rest/v0/pifs/${id}`)))
+  t.equal(masters.length, 3)
+  for (const master of masters) {
+    t.match(master, { isBondMaster: true, physical: false, management: true, mode: 'Static', device: 'bond0' })
+    for (const slave of master['bondSlaves'] as string[]) t.match(await get(server, `/rest/v0/pifs/${slave}`), { isBondSlave: true, bondMaster: master['id'], management: false })
+  }
+  t.match(await act(server, path, { name: 'again', pifIds: [onMaster(eth0), onMaster(eth1)], bondMode: 'lacp' }), { status: 422, body: { data: { errors: [{ path: 'body.pifIds.0' }] } } })
+})
+
+t.test('management_reconfigure: every host restarts its toolstack on its PIF of the network; refusals change nothing', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  const path = `/rest/v0/pools/${demo.pool}/actions/management_reconfigure`
+  const eth0 = await pifsOf(server, 'eth0')
+  const eth1 = await pifsOf(server, 'eth1')
+  const management = String(eth0[0]?.['$network'])
+  const guests = String(eth1[0]?.['$network'])
+  const hosts = async () => list(server, '/rest/v0/hosts?fields=id,agentStartTime,address')
+  const before = { hosts: await hosts(), pifs: await list(server, '/rest/v0/pifs?fields=id,management') }
+
+  t.match(await act(server, path, { network: guests }), { status: 409, body: { code: 'INCORRECT_STATE', data: { property: 'mode', actual: 'None' } } })
+  t.match(await act(server, path, { network: 'no-such-network' }), { status: 404, body: { code: 'NO_SUCH_OBJECT' } })
+  t.match(await act(server, path, {}), { status: 422, body: { code: 'INVALID_PARAMETERS' } })
+  const reader = await scopedAuth(server, 'net-reader@example.org', [
+    { resource: 'pool', action: 'read' },
+    { resource: 'network', action: 'read' },
+    { resource: 'pif', action: 'read' },
+  ])
+  const refused = await act(server, path, { network: management }, reader)
+  t.match(refused, { status: 403, body: { code: 'NOT_ENOUGH_PRIVILEGES', data: { missingPrivileges: [{ resource: 'pif', action: 'update:management' }] } } })
+  t.equal((refused.body['data'] as { missingPrivileges: unknown[] }).missingPrivileges.length, 3, 'one for each PIF of the network')
+  t.same({ hosts: await hosts(), pifs: await list(server, '/rest/v0/pifs?fields=id,management') }, before, 'nothing changed')
+
+  server.clock.advance(60_000)
+  const allowed = await scopedAuth(server, 'net-admin@example.org', [
+    { resource: 'pool', action: 'read' },
+    { resource: 'network', action: 'read' },
+    { resource: 'pif', action: 'update:management' },
+  ])
+  t.equal((await act(server, path, { network: management }, allowed)).status, 204)
+  for (const [i, host] of (await hosts()).entries()) t.ok(Number(host['agentStartTime']) > Number(before.hosts[i]?.['agentStartTime']), `host ${String(host['id'])}'s toolstack restarted`)
+  for (const pif of eth0) t.match(await get(server, `/rest/v0/pifs/${String(pif['id'])}`), { management: true })
+})
+
+t.test('rolling_update: the lab\u2019s missing patches installed on every host, each rebooted; VMs pinned to a host refuse it unless shut down', async (t) => {
+  // Steps long enough for the task to be written between its start and its end (progress is written once a second at most).
+  const server = await startServer({ config: { lab: { stepDelay: 100 } } })
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  const path = `/rest/v0/pools/${demo.pool}/actions/rolling_update`
+  const missing = async (): Promise<Obj[]> => list(server, `/rest/v0/pools/${demo.pool}/missing_patches`)
+  const patches = await missing()
+  t.ok(patches.length > 0, 'the lab pool misses patches')
+  const hosts = async () => list(server, '/rest/v0/hosts?fields=id,patches,startTime,power_state')
+  const before = await hosts()
+
+  t.match(await act(server, path), { status: 409, body: { code: 'INCORRECT_STATE', data: { property: 'power_state', expected: 'Halted' } } })
+  t.match(await act(server, path, { shutdownPinnedVms: 'yes' }), { status: 422, body: { data: { errors: [{ path: /shutdownPinnedVms/ }] } } })
+  t.match(await act(server, '/rest/v0/pools/no-such-pool/actions/rolling_update'), { status: 404 })
+  const rebooter = await scopedAuth(server, 'rebooter@example.org', [{ resource: 'pool', action: 'read' }, { resource: 'pool', action: 'rolling-reboot' }])
+  t.match(await act(server, path, { shutdownPinnedVms: true }, rebooter), { status: 403, body: { data: { missingPrivileges: [{ resource: 'pool', action: 'rolling-update' }] } } })
+  t.same(await hosts(), before, 'nothing changed')
+  t.same(await missing(), patches)
+
+  server.clock.advance(60_000)
+  const lines = await openLines(`${server.url}/rest/v0/tasks?ndjson=true&watch=true&fields=status,properties`, { authorization: basic(ADMIN_EMAIL, ADMIN_PASSWORD) })
+  t.teardown(() => lines.close())
+  const started = await server.json<{ taskId: string }>(path, jsonBody({ shutdownPinnedVms: true }))
+  t.equal(started.status, 202)
+  const seen = () => (lines.values as Array<[string, { status?: string; properties?: { progress?: number }; href?: string }]>).filter(([, task]) => task.href?.endsWith(started.body.taskId) === true).map(([, task]) => task)
+  while (!seen().some((task) => task.status !== undefined && task.status !== 'pending')) await lines.until(lines.values.length + 1, 30_000)
+  t.match(seen().at(-1), { status: 'success' })
+  const progress = seen().flatMap((task) => task.properties?.progress ?? [])
+  t.ok(progress.some((percent) => percent > 0 && percent < 100), `the task showed its progress (${progress.join(', ')})`)
+  t.same(progress, [...progress].sort((a, b) => a - b), 'only ever forward')
+  t.same(await missing(), [])
+  for (const host of await hosts()) {
+    t.match(host, { power_state: 'Running' })
+    t.ok(patches.every((patch) => (host['patches'] as string[]).includes(String(patch['name']))), `host ${String(host['id'])} has every patch`)
+    t.ok(Number(host['startTime']) > Number(before.find((old) => old['id'] === host['id'])?.['startTime']), 'and was rebooted')
+  }
+  t.match(await get(server, `/rest/v0/vms/${demo.localHaltedVm}`), { power_state: 'Halted' })
+  t.equal((await act(server, path)).status, 204, 'nothing is left to install: nothing happens')
 })
