@@ -1,4 +1,8 @@
+import { join } from 'node:path'
 import t from 'tap'
+import type { LabSpec } from '../../src/driver/lab/spec.js'
+import { loadLabSpec } from '../../src/driver/lab/spec.js'
+import { fixturesDir } from '../../src/paths.js'
 import { demoIds } from '../helpers/demo-lab.js'
 import { scopedAuth } from '../helpers/scoped-user.js'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
@@ -183,4 +187,81 @@ t.test('rolling_update: the lab\u2019s missing patches installed on every host, 
   }
   t.match(await get(server, `/rest/v0/vms/${demo.localHaltedVm}`), { power_state: 'Halted' })
   t.equal((await act(server, path)).status, 204, 'nothing is left to install: nothing happens')
+})
+
+/** The demo lab and a branch pool of one host, with a halted VM on its local SR. */
+function labWithBranch(): LabSpec {
+  const demo = loadLabSpec(join(fixturesDir, 'demo-lab.json'))
+  const [template] = demo.pools[0]?.templates ?? []
+  if (template === undefined) throw new Error('the demo lab has no template')
+  return {
+    ...demo,
+    pools: [
+      ...demo.pools,
+      {
+        name: 'Branch pool',
+        hosts: [{ name: 'branch-01', address: '10.0.9.11', sockets: 1, cores: 8, memory: '64 GiB' }],
+        networks: [
+          { name: 'Branch management', device: 'eth0', subnet: '10.0.9.0/24', management: true },
+          { name: 'Branch DMZ', device: 'eth3', subnet: '10.0.10.0/24' },
+        ],
+        srs: [{ name: 'Branch local storage', driver: 'lvm', size: '500 GiB', host: 'branch-01' }],
+        templates: [{ ...template, name: 'Branch Debian' }],
+        vms: [{ name: 'branch-app', template: 'Branch Debian', power: 'Halted', cpus: 1, memory: '1 GiB', disks: [{ size: '10 GiB', sr: 'Branch local storage' }], networks: ['Branch DMZ'] }],
+      },
+    ],
+  }
+}
+
+t.test('add_host joins a host alone in its pool: its PIFs onto the pool\u2019s networks, its local SR kept, a PBD to each shared SR; refusals change nothing', async (t) => {
+  const server = await startServer({ app: { labSpec: labWithBranch() } })
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  const named = async (collection: string, name: string): Promise<string> =>
+    String((await list(server, `/rest/v0/${collection}?fields=id,name_label`)).find((object) => object['name_label'] === name)?.['id'])
+  const branchPool = await named('pools', 'Branch pool')
+  const branch = await named('hosts', 'branch-01')
+  const vm = await named('vms', 'branch-app')
+  const path = `/rest/v0/pools/${demo.pool}/actions/add_host`
+  const state = async () => ({ hosts: await list(server, '/rest/v0/hosts?fields=id,$pool'), pools: await list(server, '/rest/v0/pools?fields=id'), pbds: await list(server, '/rest/v0/pbds?fields=id') })
+  const before = await state()
+
+  t.match(await act(server, path, { host: branch }), { status: 409, body: { code: 'INCORRECT_STATE', data: { object: vm, property: '$pool', actual: branchPool } } })
+  t.match(await act(server, path, { host: demo.host2 }), { status: 422, body: { data: { errors: [{ path: 'body.host' }] } } })
+  t.match(await act(server, `/rest/v0/pools/${branchPool}/actions/add_host`, { host: demo.host2 }), {
+    status: 409,
+    body: { code: 'INCORRECT_STATE', data: { object: demo.pool, property: 'hosts', actual: 3, expected: 1 } },
+  })
+  t.match(await act(server, path, { host: 'no-such-host' }), { status: 404, body: { code: 'NO_SUCH_OBJECT' } })
+  t.match(await act(server, path, { host: branch, force: 'yes' }), { status: 422, body: { data: { errors: [{ path: /force/ }] } } })
+  const adder = await scopedAuth(server, 'adder@example.org', [{ resource: 'pool', action: 'add-host' }, { resource: 'host', action: 'read' }])
+  t.match(await act(server, path, { host: branch }, adder), {
+    status: 403,
+    body: { code: 'NOT_ENOUGH_PRIVILEGES', data: { missingPrivileges: [{ resource: 'host', action: 'join-pool', objectId: branch }] } },
+  })
+  t.same(await state(), before, 'nothing changed')
+
+  t.equal((await server.request(`/rest/v0/vms/${vm}`, { method: 'DELETE' })).status, 204)
+  const kept = await server.json<{ id: string }>('/rest/v0/vdis', jsonBody({ srId: await named('srs', 'Branch local storage'), name_label: 'kept', virtual_size: 2 ** 21 }))
+  t.equal(kept.status, 201)
+  const joiner = await scopedAuth(server, 'joiner@example.org', [{ resource: 'pool', action: 'add-host' }, { resource: 'host', action: 'join-pool' }])
+  t.equal((await act(server, path, { host: branch }, joiner)).status, 204)
+  const host = await get(server, `/rest/v0/hosts/${branch}`)
+  t.match(host, { $pool: demo.pool, power_state: 'Running' })
+  t.equal((await server.request(`/rest/v0/pools/${branchPool}`)).status, 404, 'its old pool is gone')
+  const pifs = await Promise.all((host['PIFs'] as string[]).map((id) => get(server, `/rest/v0/pifs/${id}`)))
+  const masterEth0 = (await pifsOf(server, 'eth0')).find((pif) => pif['$host'] === demo.master)
+  t.match(pifs.find((pif) => pif['device'] === 'eth0'), { $pool: demo.pool, $network: masterEth0?.['$network'], management: true })
+  const dmz = pifs.find((pif) => pif['device'] === 'eth3')
+  t.match(await get(server, `/rest/v0/networks/${String(dmz?.['$network'])}`), { name_label: 'Branch DMZ', $pool: demo.pool })
+  t.equal(await named('networks', 'Branch management'), 'undefined', 'its own management network, now empty, is gone')
+  const local = await get(server, `/rest/v0/srs/${await named('srs', 'Branch local storage')}`)
+  t.match(local, { $pool: demo.pool, $container: branch })
+  t.same(local['VDIs'], [kept.body.id], 'the disk on its local SR is kept')
+  t.match(await get(server, `/rest/v0/vdis/${kept.body.id}`), { $pool: demo.pool })
+  for (const sr of ['NFS shared storage', 'ISO library']) {
+    const pbds = await Promise.all(((await get(server, `/rest/v0/srs/${await named('srs', sr)}`))['$PBDs'] as string[]).map((id) => get(server, `/rest/v0/pbds/${id}`)))
+    t.ok(pbds.some((pbd) => pbd['host'] === branch && pbd['attached'] === true), `${sr} is plugged on the new host`)
+  }
+  t.equal((await list(server, `/rest/v0/vm-templates?fields=$pool`)).filter((template) => template['$pool'] === branchPool).length, 0)
 })
