@@ -14,6 +14,7 @@ function managementPifs(plan: Plan, poolId: string, networkId: string): Array<{ 
   return hostsOfPool(plan, poolId).map((host) => {
     const pif = network.PIFs.map((id) => plan.get(id, 'PIF')).find((candidate) => candidate.$host === host.id)
     if (pif === undefined) throw invalidParameters([{ path: 'body.network', message: `host ${host.id} has no PIF on network ${networkId}` }])
+    if (pif.isBondSlave) throw incorrectState({ actual: true, expected: false, object: pif.id, property: 'isBondSlave' })
     if (pif.mode === 'None') throw incorrectState({ actual: 'None', expected: 'Static or DHCP', object: pif.id, property: 'mode' })
     return { host: host.id, pif: pif.id }
   })

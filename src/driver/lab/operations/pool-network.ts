@@ -114,7 +114,7 @@ function bondedNetwork(plan: Plan, poolId: string, params: Params): string {
   const network = addNetwork(plan, poolId, params, { isBonded: true })
   for (const hostId of new Set(devicePifs(plan, poolId, devices[0] ?? '').map((pif) => pif.$host))) {
     const slaves = devices.map((device) => devicePifs(plan, poolId, device).find((pif) => pif.$host === hostId))
-    // A host lacking one of the devices is left out, as XO leaves it.
+    // A host lacking one of the devices gets no bond.
     if (slaves.some((pif) => pif === undefined)) continue
     const members = slaves.filter((pif): pif is Pif => pif !== undefined)
     const [first] = members
@@ -133,7 +133,8 @@ function bondedNetwork(plan: Plan, poolId: string, params: Params): string {
       const slave = plan.edit(pif.id, 'PIF')
       slave.isBondSlave = true
       slave.bondMaster = master.id
-      slave.management = false
+      // The bond carries the traffic and the addresses now.
+      Object.assign(slave, { management: false, disallowUnplug: false, ip: '', netmask: '', gateway: '', dns: '', mode: 'None' })
     }
   }
   return network.id
