@@ -56,3 +56,63 @@ t.test('every route of the reference is served by Keel', async (t) => {
     t.ok(code !== 'NO_SUCH_ROUTE' && response.status !== 405, `${route} is routed (${response.status} ${String(code ?? '')})`)
   }
 })
+
+/** The routes Keel serves beyond the reference's: README's "Beyond the reference's routes" lists them. */
+const BEYOND = [
+  'GET /',
+  'GET /signin',
+  'POST /signin',
+  'POST /signout',
+  'GET /healthz',
+  'GET /metrics',
+  'GET /rest/v0/docs',
+  'GET /rest/v0/docs/swagger.json',
+  'PATCH /rest/v0/hosts/{id}',
+  'PATCH /rest/v0/pools/{id}',
+  'PATCH /rest/v0/srs/{id}',
+  'PATCH /rest/v0/networks/{id}',
+  'PATCH /rest/v0/servers/{id}',
+  'GET /rest/v0/vdi-unmanaged',
+  'GET /rest/v0/vdi-unmanaged/{id}',
+  'GET /rest/v0/vgpus',
+  'GET /rest/v0/vgpus/{id}',
+  'GET /rest/v0/gpu-groups',
+  'GET /rest/v0/gpu-groups/{id}',
+  'GET /rest/v0/vtpms',
+  'GET /rest/v0/vtpms/{id}',
+  'GET /rest/v0/acl-audit',
+  'GET /rest/v0/acl-audit/{id}',
+  'POST /rest/v0/acl-check',
+  'POST /rest/v0/backup-jobs',
+  'PATCH /rest/v0/backup-jobs/{id}',
+  'DELETE /rest/v0/backup-jobs/{id}',
+  'POST /rest/v0/backup-jobs/{id}/actions/run',
+  'POST /rest/v0/schedules',
+  'PATCH /rest/v0/schedules/{id}',
+  'DELETE /rest/v0/schedules/{id}',
+  'DELETE /rest/v0/backup-archives/{id}',
+  'POST /rest/v0/backup-archives/{id}/actions/restore',
+  'DELETE /rest/v0/users/{id}/authentication_tokens/{identifier}',
+]
+
+/** An object's actions and each one's parameters, offered on every collection with actions. */
+const DISCOVERY = /^GET \/rest\/v0\/[\w-]+\/\{id\}\/actions(\/\{action\})?$/
+
+/** `shape` of a `METHOD /path` line. */
+function routeShape(route: string): string {
+  const [method = '', path = ''] = route.split(' ')
+  return shape(method, path)
+}
+
+t.test('the routes Keel adds to the reference\u2019s are the ones README lists', async (t) => {
+  const reference = new Set(referenceRoutes().map(routeShape))
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const openApi = (await server.json<{ paths: Record<string, Record<string, unknown>> }>('/rest/v0/docs/swagger.json')).body
+  const added = Object.entries(openApi.paths)
+    .flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`))
+    .filter((route) => !reference.has(routeShape(route)) && !DISCOVERY.test(route))
+  t.same(added.sort(), [...BEYOND].sort())
+  const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8')
+  for (const route of BEYOND) t.ok(readme.includes(`\`${route.replace(/\{(\w+)\}/g, '<$1>')}\``), `README names ${route}`)
+})
