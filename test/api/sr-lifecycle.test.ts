@@ -180,3 +180,17 @@ t.test('PBD unplug makes the SR unusable on that host until plug; refused while 
   })
   t.match(await get(server, `/rest/v0/pbds/${onMaster}`), { attached: true }, 'the refusals changed nothing')
 })
+
+t.test('a disk of an SR plugged nowhere cannot move', async (t) => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  const sr = (await server.json<{ id: string }>('/rest/v0/srs', jsonBody(nfs(demo.master)))).body.id
+  const disk = (await server.json<{ id: string }>('/rest/v0/vdis', jsonBody({ srId: sr, name_label: 'stuck', virtual_size: 2 * MiB }))).body.id
+  for (const pbd of (await get(server, `/rest/v0/srs/${sr}`))['$PBDs'] as string[]) t.equal((await act(server, `/rest/v0/pbds/${pbd}/actions/unplug`)).status, 204)
+  t.match(await act(server, `/rest/v0/vdis/${disk}/actions/migrate`, { srId: demo.defaultSr }), {
+    status: 409,
+    body: { code: 'INCORRECT_STATE', data: { property: 'attached', actual: false, expected: true } },
+  })
+  t.match(await get(server, `/rest/v0/vdis/${disk}`), { $SR: sr }, 'the disk stayed')
+})
