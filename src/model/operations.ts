@@ -164,14 +164,14 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
     {
       name: 'create_network',
       privilege: 'create:network',
-      summary: 'Create a network on the device of a PIF, on every host of the pool; a VLAN when vlan is not 0',
+      summary: 'Create a network of VLAN PIFs tagged `vlan` on the device of a PIF, on every host of the pool that has it',
       params: params({
         name: Label,
         description: Type.Optional(Type.String({ maxLength: 1024 })),
         mtu: Type.Optional(Type.Integer({ minimum: 68, maximum: 9000 })),
         nbd: Type.Optional(Type.Boolean({ description: 'offer NBD disk access over TLS on it' })),
         pif: Id('a physical PIF of the pool: its device carries the network'),
-        vlan: Type.Integer({ minimum: 0, maximum: 4094, description: '0: untagged' }),
+        vlan: Type.Integer({ minimum: 0, maximum: 4094, description: 'the tag of the new VLAN PIFs' }),
       }),
       refs: { pif: 'PIF' },
       creates: 'network',

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { demoIds } from '../helpers/demo-lab.js'
@@ -97,7 +97,10 @@ t.test('forget removes the SR, its PBDs and disks from the pool; the folder and 
 
   await server.close({ keepData: true })
   const again = await startServer({ dataDir: server.dataDir })
-  t.teardown(() => again.close())
+  t.teardown(async () => {
+    await again.close()
+    rmSync(server.dataDir, { recursive: true, force: true })
+  })
   t.ok(existsSync(file), 'a restart does not collect the files of a forgotten SR')
 })
 
