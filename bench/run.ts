@@ -18,6 +18,7 @@ import { xapiBench, xapiBenchOptions } from './xapi.js'
 import { consoleBench, consoleBenchOptions } from './console.js'
 import { consolesBench, consolesBenchOptions } from './consoles.js'
 import { scaleBench, scaleBenchOptions } from './scale.js'
+import { dashboardsBench, dashboardsBenchOptions } from './dashboards.js'
 import { runScript, startServer, type Server } from './keel-client.js'
 import type { XoRecord } from '../src/driver/types.js'
 import type { LoadRequest, LoadResult } from './load-child.js'
@@ -28,9 +29,9 @@ const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
 /** Runs per side and route, interleaved (an even number puts each side first equally often); the best of each side is kept. */
 const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 6)
 const pin = spawnSync('taskset', ['-c', '0,1', 'true']).status === 0
-/** `BENCH_ONLY=http,acl,...,sse-scale,...,xapi,console,consoles,scale`: the sections to run (all when unset). */
+/** `BENCH_ONLY=http,acl,...,sse-scale,...,xapi,console,consoles,scale,dashboards`: the sections to run (all when unset). */
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
-const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'sse-scale' | 'instructions' | 'xapi' | 'console' | 'consoles' | 'scale'): boolean =>
+const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'sse-scale' | 'instructions' | 'xapi' | 'console' | 'consoles' | 'scale' | 'dashboards'): boolean =>
   only === undefined || only.includes(section)
 
 /** The server gets core 0 and the load generator the rest, as in the notes' pinned series. */
@@ -149,6 +150,8 @@ async function main(): Promise<void> {
     if (runs('consoles')) process.stdout.write('\n' + (await consolesBench(consolesBenchOptions(pin))))
     // Its own lab, generated and served by the CLI; sizes from BENCH_SCALE_VMS and BENCH_SCALE_HOSTS (bench/scale.ts).
     if (runs('scale')) process.stdout.write('\n' + (await scaleBench(scaleBenchOptions(pin))))
+    // Its own Keel on a generated lab; sizes from BENCH_DASHBOARD_VMS and BENCH_DASHBOARD_HOSTS (bench/dashboards.ts).
+    if (runs('dashboards')) process.stdout.write('\n' + (await dashboardsBench(dashboardsBenchOptions(pin))))
   } finally {
     for (const child of children) child.kill('SIGTERM')
     rmSync(dataDir, { recursive: true, force: true })

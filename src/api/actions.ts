@@ -10,7 +10,7 @@ import type { TaskContext, TaskManager } from '../tasks/manager.js'
 import { BASE } from './paths.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
-import { allows, notEnoughPrivileges, type MissingPrivilege } from '../acl/check.js'
+import { allows, notEnoughPrivileges, requirePrivilege, type MissingPrivilege } from '../acl/check.js'
 import type { Principal } from '../auth/principal.js'
 
 /** An action as routes see it: its spec and what carries it out. */
@@ -80,6 +80,8 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
         const id = params.id
         const object = resolveTarget(source, id, principal, binding.spec.privilege)
         const args: Readonly<Record<string, unknown>> = body ?? {}
+        const also = binding.spec.bodyPrivilege
+        if (also !== undefined) requirePrivilege(principal, also.resource, also.action, args)
         checkReferences(binding.spec, args, principal, deps)
         const userId = principal.id
         const { task, done } = deps.tasks.run(
@@ -164,15 +166,28 @@ export function actionRoutes(source: CollectionSource, bindings: readonly Action
  * Every object a parameter names must exist (404 naming the first missing) and
  * allow the caller the action the spec asks on it (403 naming all that do not).
  */
-export function checkReferences(spec: Pick<ActionSpec, 'refs' | 'refPrivileges'>, args: Readonly<Record<string, unknown>>, principal: Principal, deps: ActionDeps): void {
+export function checkReferences(
+  spec: Pick<ActionSpec, 'refs' | 'refPrivileges' | 'listedRefs'>,
+  args: Readonly<Record<string, unknown>>,
+  principal: Principal,
+  deps: ActionDeps,
+): void {
   const missing: MissingPrivilege[] = []
+  const check = (object: XoRecord, resource: string | undefined, action: string): void => {
+    if (resource !== undefined && !allows(principal, resource, action, object)) missing.push({ resource, action, objectId: object.id })
+  }
   for (const [path, type] of Object.entries(spec.refs ?? {})) {
-    const action = spec.refPrivileges?.[path] ?? 'read'
-    const resource = deps.resourceOf(type)
+    const listed = spec.listedRefs?.[path]
     for (const ref of referencedIds(args, path)) {
       const object = deps.driver.getObject(ref)
       if (object?.type !== type) throw noSuchObject(ref, type)
-      if (resource !== undefined && !allows(principal, resource, action, object)) missing.push({ resource, action, objectId: ref })
+      check(object, deps.resourceOf(type), spec.refPrivileges?.[path] ?? 'read')
+      if (listed === undefined) continue
+      const ids = object[listed.field]
+      for (const id of Array.isArray(ids) ? ids : []) {
+        const item = typeof id === 'string' ? deps.driver.getObject(id) : undefined
+        if (item?.type === listed.type) check(item, deps.resourceOf(listed.type), listed.action)
+      }
     }
   }
   if (missing.length > 0) throw notEnoughPrivileges(missing)

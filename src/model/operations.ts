@@ -19,6 +19,14 @@ export interface ActionSpec {
   readonly refPrivileges?: Readonly<Record<string, string>>
   /** XO type of the object it creates, if any */
   readonly creates?: string
+  /**
+   * parameter path → objects the named object lists in `field`, and the
+   * action the caller needs on each of them (the reference guards the pool's
+   * management_reconfigure by `update:management` on the network's PIFs)
+   */
+  readonly listedRefs?: Readonly<Record<string, { readonly field: string; readonly type: string; readonly action: string }>>
+  /** a privilege also needed on a resource with the body standing for the object, as the reference asks `network:create` of network creations */
+  readonly bodyPrivilege?: { readonly resource: string; readonly action: string }
 }
 
 const none = Type.Object({}, { additionalProperties: false })
@@ -26,6 +34,8 @@ const params = (properties: Parameters<typeof Type.Object>[0]): TObject =>
   Type.Object(properties, { additionalProperties: false })
 const Id = (description: string) => Type.String({ minLength: 1, maxLength: 200, description })
 const Label = Type.String({ minLength: 1, maxLength: 255 })
+
+const NETWORK_CREATE = { resource: 'network', action: 'create' } as const
 
 const simple = (name: string, privilege: string, summary: string): ActionSpec => ({ name, privilege, summary, params: none })
 
@@ -150,11 +160,72 @@ export const actionsByType: Readonly<Record<string, readonly ActionSpec[]>> = {
     },
     simple('emergency_shutdown', 'emergency-shutdown', 'Hard-shut down every running VM of the pool, then its hosts'),
     simple('rolling_reboot', 'rolling-reboot', 'Reboot the hosts one by one, evacuating each first'),
-    { name: 'create_internal_network', privilege: 'create:network', summary: 'Create a network with no PIF, for VMs of one host to talk to each other', params: params({ name: Label, description: Type.Optional(Type.String({ maxLength: 1024 })), mtu: Type.Optional(Type.Integer({ minimum: 68, maximum: 9000 })) }), creates: 'network' },
+    { name: 'create_internal_network', privilege: 'create:network', summary: 'Create a network with no PIF, for VMs of one host to talk to each other', params: params({ name: Label, description: Type.Optional(Type.String({ maxLength: 1024 })), mtu: Type.Optional(Type.Integer({ minimum: 68, maximum: 9000 })) }), creates: 'network', bodyPrivilege: NETWORK_CREATE },
+    {
+      name: 'create_network',
+      privilege: 'create:network',
+      summary: 'Create a network of VLAN PIFs tagged `vlan` on the device of a PIF, on every host of the pool that has it',
+      params: params({
+        name: Label,
+        description: Type.Optional(Type.String({ maxLength: 1024 })),
+        mtu: Type.Optional(Type.Integer({ minimum: 68, maximum: 9000 })),
+        nbd: Type.Optional(Type.Boolean({ description: 'offer NBD disk access over TLS on it' })),
+        pif: Id('a physical PIF of the pool: its device carries the network'),
+        vlan: Type.Integer({ minimum: 0, maximum: 4094, description: 'the tag of the new VLAN PIFs' }),
+      }),
+      refs: { pif: 'PIF' },
+      creates: 'network',
+      bodyPrivilege: NETWORK_CREATE,
+    },
+    {
+      name: 'create_bonded_network',
+      privilege: 'create:network',
+      summary: 'Bond the devices of some PIFs of one host, on every host of the pool, into a new network',
+      params: params({
+        name: Label,
+        description: Type.Optional(Type.String({ maxLength: 1024 })),
+        mtu: Type.Optional(Type.Integer({ minimum: 68, maximum: 9000 })),
+        pifIds: Type.Array(Id('a physical PIF to bond'), { minItems: 2, maxItems: 4, uniqueItems: true }),
+        bondMode: Type.Union([Type.Literal('balance-slb'), Type.Literal('active-backup'), Type.Literal('lacp')]),
+      }),
+      refs: { 'pifIds[]': 'PIF' },
+      creates: 'network',
+      bodyPrivilege: NETWORK_CREATE,
+    },
+    {
+      name: 'management_reconfigure',
+      privilege: 'read',
+      summary: 'Move every host\u2019s management interface to its PIF on the network (their toolstacks restart)',
+      params: params({ network: Id('a network of the pool with a configured PIF on every host') }),
+      refs: { network: 'network' },
+      listedRefs: { network: { field: 'PIFs', type: 'PIF', action: 'update:management' } },
+    },
+    {
+      name: 'add_host',
+      privilege: 'add-host',
+      summary: 'Join a host, alone in its pool and holding no VM, to this pool (XAPI\u2019s pool.join)',
+      params: params({
+        host: Id('the joining host'),
+        force: Type.Optional(Type.Boolean({ description: 'join though its version differs from the pool\u2019s' })),
+      }),
+      refs: { host: 'host' },
+      refPrivileges: { host: 'join-pool' },
+    },
+    {
+      name: 'rolling_update',
+      privilege: 'rolling-update',
+      summary: 'Install the missing patches host by host, the master last, each evacuated and rebooted',
+      params: params({ shutdownPinnedVms: Type.Optional(Type.Boolean({ description: 'shut down VMs that cannot leave their host around its reboot, instead of refusing' })) }),
+    },
   ],
   SR: [
     simple('scan', 'scan', 'Rescan the SR for disks'),
     simple('reclaim_space', 'reclaim-space', 'Give freed blocks back to the storage'),
+    simple('forget', 'forget', 'Remove the SR from the pool, its disks\u2019 content left on the storage'),
+  ],
+  PBD: [
+    simple('plug', 'plug', 'Connect the SR to the host'),
+    simple('unplug', 'unplug', 'Disconnect the SR from the host: its disks cannot be used there'),
   ],
   VBD: [
     simple('connect', 'connect', 'Plug the drive into its running VM'),
@@ -217,6 +288,20 @@ export const creationsByType: Readonly<Record<string, CreationSpec>> = {
       other_config: Type.Optional(StringMapParam),
     }),
     refs: { vmId: 'VM', networkId: 'network' },
+  },
+  SR: {
+    summary: 'Create an SR through a host: connected to every host of the pool if its type is shared, else to that host',
+    params: params({
+      hostId: Id('host to create it through'),
+      name_label: Label,
+      name_description: Type.Optional(Type.String({ maxLength: 1024 })),
+      SR_type: Type.String({ minLength: 1, maxLength: 64, description: 'driver: nfs, lvmoiscsi, ext, lvm, iso, \u2026' }),
+      device_config: Type.Record(Type.String({ minLength: 1, maxLength: 64 }), Type.String({ maxLength: 1024 }), { maxProperties: 32, description: 'keys depend on SR_type, e.g. nfs: server, serverpath' }),
+      size: Type.Optional(Type.Integer({ minimum: 0, description: 'bytes' })),
+      content_type: Type.Optional(Type.String({ maxLength: 64 })),
+      sm_config: Type.Optional(StringMapParam),
+    }),
+    refs: { hostId: 'host' },
   },
   VDI: {
     summary: 'Create an empty disk on an SR (it reads as zeros)',
@@ -281,7 +366,7 @@ export const patchByType: Readonly<Record<string, TObject>> = {
 }
 
 /** Types whose objects DELETE destroys. */
-export const deletableTypes: readonly string[] = ['VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'network', 'VBD', 'VIF', 'VM-template']
+export const deletableTypes: readonly string[] = ['VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'network', 'VBD', 'VIF', 'VM-template', 'SR']
 
 /** Types with a `tags` collection addressable item by item. */
 export const taggableTypes = [

@@ -34,6 +34,8 @@ export interface FolderUsage {
 export interface LabDisksHooks {
   /** whether a VDI or VDI snapshot with this id exists: the files of others are garbage */
   exists(id: string): boolean
+  /** whether an SR with this id exists: the folder of a forgotten SR is left as it is */
+  srExists(id: string): boolean
   /** the files of an SR changed: its records' usage figures follow */
   usageChanged(sr: string, usage: FolderUsage): void
 }
@@ -364,7 +366,21 @@ export class LabDisks {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
       throw error
     }
-    for (const sr of folders) if (recordIdOf(`${sr}.vhd`) !== undefined) await this.tidy(sr)
+    for (const sr of folders) if (recordIdOf(`${sr}.vhd`) !== undefined && this.#hooks.srExists(sr)) await this.tidy(sr)
+  }
+
+  /** A new SR's folder, always under the lab's own directory: its name is the SR's id, never a path from a request. */
+  async createSr(sr: string): Promise<void> {
+    await mkdir(this.#folder(sr), { recursive: true })
+    await syncFolder(this.#root)
+  }
+
+  /** A destroyed SR's folder, with every file in it. */
+  async destroySr(sr: string): Promise<void> {
+    await this.#queues.run(sr, () => rm(this.#folder(sr), { recursive: true, force: true }))
+    await syncFolder(this.#root).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    })
   }
 
 }

@@ -93,6 +93,7 @@ export class LabDriver implements Driver, LabStore {
         ? undefined
         : new LabDisks(options.dataDir, {
             exists: (id) => isDisk(this.#objects.get(id)),
+            srExists: (id) => this.#objects.get(id)?.type === 'SR',
             usageChanged: (sr, usage) => this.#applyUsage(sr, usage),
           })
     this.disks = this.#files === undefined ? undefined : new LabDiskAccess(this.#files, this, clock)
@@ -275,8 +276,10 @@ export class LabDriver implements Driver, LabStore {
     }
     for (const change of planned) this.#waits.changed(change.id)
     // A removed disk's file goes after its record: a crash in between leaves a file the next start collects.
+    // Not when its SR goes in the same batch: a forgotten SR keeps its files, a destroyed one loses its whole folder.
+    const srsGone = new Set(planned.filter((change) => change.kind === 'remove' && change.object.type === 'SR').map((change) => change.id))
     for (const change of planned) {
-      if (change.kind !== 'remove' || !isDisk(change.object) || typeof change.object.$SR !== 'string') continue
+      if (change.kind !== 'remove' || !isDisk(change.object) || typeof change.object.$SR !== 'string' || srsGone.has(change.object.$SR)) continue
       this.#files?.remove({ id: change.id, sr: change.object.$SR }).catch(() => {})
     }
     const errors: unknown[] = []

@@ -41,6 +41,13 @@ const CATALOGUE: Readonly<Record<string, readonly MissingPatch[]>> = {
 }
 
 const str = (value: unknown): string => (typeof value === 'string' ? value : '')
+
+/** The catalogue's patches of the host's release that it has not installed (its `patches` names the installed ones). */
+export function labMissingPatches(host: Readonly<Record<string, unknown>>): readonly MissingPatch[] {
+  const installed = new Set(Array.isArray(host['patches']) ? host['patches'] : [])
+  const available = CATALOGUE[`${str(host['productBrand'])} ${str(host['version'])}`] ?? []
+  return available.filter((patch) => !installed.has(patch.name))
+}
 const seconds = (value: unknown): number => (typeof value === 'number' ? value : 0)
 const iso = (time: number): string => new Date(time * 1000).toISOString()
 
@@ -67,9 +74,7 @@ export class LabHostFacts implements HostFacts {
   }
 
   async missingPatches(host: XoRecord): Promise<readonly MissingPatch[]> {
-    const installed = new Set(Array.isArray(host['patches']) ? host['patches'] : [])
-    const available = CATALOGUE[`${str(host['productBrand'])} ${str(host['version'])}`] ?? []
-    return available.filter((patch) => !installed.has(patch.name))
+    return labMissingPatches(host)
   }
 
   async smtEnabled(host: XoRecord): Promise<boolean> {

@@ -4,6 +4,7 @@ import type { LabType, Plan } from './plan.js'
 import { runTransition, transit, transitionSteps } from './power.js'
 import { removeDisk, removeNetwork, removeVm, removeTemplate, removeVmSnapshot } from './removal.js'
 import { preview, Run, type Operation } from './run.js'
+import { destroySr } from './sr-lifecycle.js'
 
 /** DELETE of one type. */
 export type Destroyer = (op: Operation, object: XoRecord) => Promise<void>
@@ -38,4 +39,5 @@ export const destroyers = {
   network: removal(removeNetwork),
   VBD: removal(removeDevice('VBD')),
   VIF: removal(removeDevice('VIF')),
+  SR: destroySr,
 } as const satisfies Partial<Record<LabType, Destroyer>>

@@ -17,6 +17,7 @@ import type { Plan } from './plan.js'
 import { notAttached, removeVbd, removeVif } from './removal.js'
 import { preview, Run, type Operation } from './run.js'
 import { freeSpace, isThick } from './sr-usage.js'
+import { createSr } from './sr-lifecycle.js'
 
 /**
  * A VM's devices made, plugged, unplugged and removed one by one, with
@@ -115,6 +116,7 @@ export const creators = {
   VBD: creating('VBD', newVbd),
   VIF: creating('VIF', newVif),
   VDI: creating('VDI', newVdi),
+  SR: createSr,
 } as const
 
 type Device = 'VBD' | 'VIF'

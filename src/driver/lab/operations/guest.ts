@@ -5,6 +5,7 @@ import { LabRandom } from '../random.js'
 import { assignAddresses } from './addresses.js'
 import { guestOs } from './guest-os.js'
 import { addToList, removeFromList } from './lists.js'
+import { requireDisksReachable } from './sr-reach.js'
 import type { Frozen, Plan } from './plan.js'
 
 /**
@@ -131,6 +132,7 @@ export function clearRuntime(vm: RuntimeFields): void {
 
 /** Halted or Suspended → Running on `hostId`, which the caller has checked. */
 export function powerOn(plan: Plan, vmId: string, hostId: string, now: number): void {
+  requireDisksReachable(plan, plan.get(vmId, 'VM').$VBDs, hostId)
   const vm = plan.edit(vmId, 'VM')
   const from = residence(vm)
   vm.power_state = 'Running'
@@ -176,6 +178,7 @@ export function reboot(plan: Plan, vmId: string, now: number): void {
 
 /** A live VM moves to another host of its pool, which the caller has checked. */
 export function move(plan: Plan, vmId: string, hostId: string): void {
+  requireDisksReachable(plan, plan.get(vmId, 'VM').$VBDs, hostId)
   const vm = plan.edit(vmId, 'VM')
   const from = residence(vm)
   vm.$container = hostId

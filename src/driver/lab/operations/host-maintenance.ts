@@ -22,7 +22,7 @@ const running = (plan: Plan, hostId: string): Frozen<HostRecord> => {
 }
 
 /** Its VMs keep running: only the agent's start time changes. */
-function restartAgent(plan: Plan, hostId: string, now: number): void {
+export function restartAgent(plan: Plan, hostId: string, now: number): void {
   running(plan, hostId)
   const host = plan.edit(hostId, 'host')
   const time = seconds(now)
@@ -31,7 +31,7 @@ function restartAgent(plan: Plan, hostId: string, now: number): void {
 }
 
 /** The PIF must be one of this host's and plugged; it alone carries management afterwards. */
-function moveManagement(plan: Plan, hostId: string, pifId: string): void {
+export function moveManagement(plan: Plan, hostId: string, pifId: string): void {
   const host = running(plan, hostId)
   const pif = plan.get(pifId, 'PIF')
   if (pif.$host !== hostId) throw invalidParameters([{ path: 'body.pif', message: 'is not a PIF of this host' }])

@@ -10,13 +10,15 @@ import { powerActions } from './power.js'
 import type { Operation } from './run.js'
 import { snapshotActions } from './snapshot.js'
 import { srActions, vdiActions } from './storage.js'
+import { pbdActions, srLifecycleActions } from './sr-lifecycle.js'
 
 /** The lab's implementation of each action of src/model/operations.ts, by type then name. */
 export const actionHandlers = {
   VM: { ...powerActions, ...snapshotActions },
   host: { ...hostActions, ...hostMaintenanceActions, ...hostMembershipActions },
   pool: poolActions,
-  SR: srActions,
+  SR: { ...srActions, ...srLifecycleActions },
+  PBD: pbdActions,
   VDI: vdiActions,
   VBD: vbdActions,
   VIF: vifActions,

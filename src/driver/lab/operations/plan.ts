@@ -1,11 +1,13 @@
 import { noSuchObject } from '../../../errors.js'
 import type {
+  GpuGroupRecord,
   HostRecord,
   MessageRecord,
   NetworkRecord,
   PbdRecord,
   PifRecord,
   PoolRecord,
+  SmRecord,
   SrRecord,
   VbdRecord,
   VdiRecord,
@@ -36,6 +38,8 @@ interface RecordTypes {
   PBD: PbdRecord
   network: NetworkRecord
   message: MessageRecord
+  SM: SmRecord
+  gpuGroup: GpuGroupRecord
 }
 export type LabType = keyof RecordTypes
 

@@ -1,5 +1,7 @@
 import { createVmAction } from './create-vm.js'
-import { createInternalNetwork } from './pool-network.js'
+import { poolNetworkActions } from './pool-network.js'
+import { poolMaintenanceActions } from './pool-maintenance.js'
+import { addHost } from './pool-join.js'
 import { powerOff } from './guest.js'
 import { haltHost, stopHost, stopSteps, type StopOptions } from './host.js'
 import type { ActionHandler } from './params.js'
@@ -80,5 +82,7 @@ export const poolActions: Readonly<Record<string, ActionHandler>> = {
   create_vm: createVmAction,
   emergency_shutdown: emergencyShutdown,
   rolling_reboot: rollingReboot,
-  create_internal_network: createInternalNetwork,
+  ...poolNetworkActions,
+  ...poolMaintenanceActions,
+  add_host: addHost,
 }

@@ -9,6 +9,7 @@ import { requiredString, type ActionHandler } from './params.js'
 import type { Plan } from './plan.js'
 import { preview, Run } from './run.js'
 import { accountDisk, freeSpace, isThick } from './sr-usage.js'
+import { requireReachable } from './sr-reach.js'
 
 /**
  * SR maintenance and disk moves. The lab keeps each SR's figures equal to
@@ -54,6 +55,8 @@ function migrateVdi(plan: Plan, vdiId: string, srId: string, copyId?: string): s
     throw incorrectState({ actual: from.content_type, expected: 'user', object: from.id, property: 'content_type' })
   }
   if (to.id === from.id) throw problem(`the disk is already on SR ${to.id}`)
+  requireReachable(plan, from.id, undefined)
+  requireReachable(plan, to.id, undefined)
   if (to.$pool !== vdi.$pool) throw problem(`SR ${to.id} is not in the disk's pool ${vdi.$pool}`)
   if (to.content_type === 'iso') throw problem(`SR ${to.id} is an ISO library`)
   const usage = isThick(to) ? vdi.size : vdi.usage
