@@ -14,7 +14,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { packageRoot } from '../src/paths.js'
-import { Api, runScript, startServer, stop } from './keel-client.js'
+import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
+import { Api, runScript, stop } from './keel-client.js'
 import type { ClientsRequest } from './sse-scale-clients.js'
 
 const number = (name: string, fallback: number): number => {
@@ -106,7 +107,16 @@ function svg(samples: readonly Sample[]): string {
 const dataDir = mkdtempSync(join(tmpdir(), 'keel-soak-'))
 const tally = new Tally()
 const samples: Sample[] = []
-const keel = await startServer('serve-keel.js', [dataDir, String(vms), String(hosts)], false, 'ignore')
+// Keel's warnings and errors go to the soak's stderr: a crash must say why.
+const { child, line: url } = await runScript('serve-keel.js', [dataDir, String(vms), String(hosts)], {
+  core: undefined,
+  stderr: 'inherit',
+  nodeFlags: SERVICE_NODE_FLAGS,
+  env: { ...SERVICE_ENV, BENCH_LOG_LEVEL: 'warn' },
+})
+const keel = { child, url }
+let exited: string | undefined
+child.once('exit', (code, signal) => (exited = `Keel exited (${signal ?? `code ${code}`})`))
 try {
   const api = await Api.login(keel.url)
   const pid = keel.child.pid as number
@@ -132,7 +142,7 @@ try {
   })
   const started = performance.now()
   const end = started + minutes * 60_000
-  const running = (): boolean => performance.now() >= end
+  const running = (): boolean => performance.now() >= end || exited !== undefined
   let filters = 0
   const work = [
     ...[0, 1].map(() =>
@@ -150,12 +160,14 @@ try {
     }),
     loop(running, 500, () => request('export', `/rest/v0/vdis/${pick(vdis)}.raw`, [206], { headers: { range: 'bytes=0-16777215' } })),
     loop(running, SAMPLE_MS, async () => {
-      const text = await (await fetch(`${keel.url}/metrics`, { headers: api.headers })).text()
+      const text = await fetch(`${keel.url}/metrics`, { headers: api.headers }).then((response) => response.text(), () => '')
+      if (exited !== undefined) return
       samples.push({ minute: (performance.now() - started) / 60_000, rssMiB: rssMiB(pid), loopP99Ms: metric(text, 'keel_event_loop_delay_seconds', 'stat="p99"') * 1000, requests: tally.total })
     }),
   ]
   await Promise.all(work)
   await stop(clients.child)
+  if (exited !== undefined) process.stderr.write(`${exited} after ${((performance.now() - started) / 60_000).toFixed(1)} minutes\n`)
 
   writeFileSync(join(out, 'soak.svg'), svg(samples))
   writeFileSync(join(out, 'soak.csv'), 'minute,rss_mib,loop_p99_ms,requests\n' + samples.map((s) => `${s.minute.toFixed(2)},${s.rssMiB.toFixed(1)},${s.loopP99Ms.toFixed(2)},${s.requests}`).join('\n') + '\n')
@@ -173,12 +185,13 @@ try {
     '|---|---|',
     `| requests answered | ${tally.total} (${[...tally.counts].map(([kind, count]) => `${kind} ${count}`).join(', ')}) |`,
     `| 5xx answers (or failed connections) | ${tally.serverErrors} |`,
+    `| Keel | ${exited ?? 'ran to the end'} |`,
     `| other unexpected statuses | ${tally.unexpected.size === 0 ? 'none' : [...tally.unexpected].map(([what, count]) => `${what}: ${count}`).join(', ')} |`,
     `| RSS, median of minutes ${from.toFixed(1)}–${to.toFixed(1)}; of the last third | ${early.toFixed(0)} MiB; ${late.toFixed(0)} MiB (${(((late - early) / early) * 100).toFixed(1)}%) |`,
     `| event-loop delay p99, median; worst 5 s | ${median(samples.map((s) => s.loopP99Ms)).toFixed(1)} ms; ${Math.max(...samples.map((s) => s.loopP99Ms)).toFixed(1)} ms |`,
   ]
   process.stdout.write(lines.join('\n') + '\n')
-  if (tally.serverErrors > 0) process.exitCode = 1
+  if (tally.serverErrors > 0 || exited !== undefined) process.exitCode = 1
 } finally {
   await stop(keel.child)
   rmSync(dataDir, { recursive: true, force: true })
