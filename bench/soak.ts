@@ -17,6 +17,7 @@ import { packageRoot } from '../src/paths.js'
 import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
 import { Api, runScript, stop } from './keel-client.js'
 import type { ClientsRequest } from './sse-scale-clients.js'
+import { soakChart, type Sample } from './soak-chart.js'
 
 const number = (name: string, fallback: number): number => {
   const value = Number(process.env[name] ?? fallback)
@@ -30,13 +31,6 @@ const watchers = number('KEEL_SOAK_WATCHERS', 1000)
 const out = process.env['KEEL_SOAK_OUT'] ?? join(packageRoot, 'bench')
 const SAMPLE_MS = 5000
 
-interface Sample {
-  /** minutes since the load started */
-  readonly minute: number
-  readonly rssMiB: number
-  readonly loopP99Ms: number
-  readonly requests: number
-}
 
 /** Answers by kind of work: how many, and which statuses were not the expected ones. */
 class Tally {
@@ -45,11 +39,13 @@ class Tally {
   serverErrors = 0
   total = 0
 
-  record(kind: string, status: number, expected: readonly number[]): void {
+  /** `status` 599 is a request that got no answer; `why` says what the client saw. */
+  record(kind: string, status: number, expected: readonly number[], why = ''): void {
     this.total++
     this.counts.set(kind, (this.counts.get(kind) ?? 0) + 1)
     if (status >= 500) this.serverErrors++
-    if (!expected.includes(status)) this.unexpected.set(`${kind} ${status}`, (this.unexpected.get(`${kind} ${status}`) ?? 0) + 1)
+    const key = `${kind} ${status}${why === '' ? '' : ` (${why})`}`
+    if (!expected.includes(status)) this.unexpected.set(key, (this.unexpected.get(key) ?? 0) + 1)
   }
 }
 
@@ -71,37 +67,6 @@ async function loop(until: () => boolean, pauseMs: number, step: () => Promise<v
     await step()
     if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs))
   }
-}
-
-/** Two charts, one above the other, of the samples over the run's minutes. */
-function svg(samples: readonly Sample[]): string {
-  const width = 800
-  const height = 240
-  const left = 60
-  const chart = (top: number, title: string, value: (sample: Sample) => number, unit: string): string => {
-    const values = samples.map(value)
-    const max = Math.max(1, ...values) * 1.1
-    const last = samples[samples.length - 1]?.minute ?? 1
-    const x = (minute: number): number => left + ((width - left - 20) * minute) / Math.max(last, 1e-9)
-    const y = (v: number): number => top + height - 30 - ((height - 60) * v) / max
-    const points = samples.map((sample, i) => `${x(sample.minute).toFixed(1)},${y(values[i] as number).toFixed(1)}`).join(' ')
-    const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => `<text x="${left - 6}" y="${y(max * f * 0.909).toFixed(1)}" text-anchor="end" font-size="11">${(max * f * 0.909).toFixed(0)}</text>`).join('')
-    const minutes = [0, 0.25, 0.5, 0.75, 1].map((f) => `<text x="${x(last * f).toFixed(1)}" y="${top + height - 12}" text-anchor="middle" font-size="11">${(last * f).toFixed(1)}</text>`).join('')
-    return (
-      `<text x="${left}" y="${top + 18}" font-size="13">${title} (${unit}) over minutes</text>` +
-      `<line x1="${left}" y1="${y(0)}" x2="${width - 20}" y2="${y(0)}" stroke="#999"/>` +
-      `<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="${points}"/>` +
-      ticks +
-      minutes
-    )
-  }
-  return (
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${2 * height}" font-family="sans-serif">` +
-    `<rect width="100%" height="100%" fill="white"/>` +
-    chart(0, 'Keel resident set', (sample) => sample.rssMiB, 'MiB') +
-    chart(height, 'Event-loop delay, p99 of each 5 s', (sample) => sample.loopP99Ms, 'ms') +
-    '</svg>\n'
-  )
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), 'keel-soak-'))
@@ -131,8 +96,9 @@ try {
       const response = await fetch(keel.url + path, { ...init, headers: { ...api.headers, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...(init.headers as Record<string, string> | undefined) } })
       await response.arrayBuffer()
       tally.record(kind, response.status, expected)
-    } catch {
-      tally.record(kind, 599, expected)
+    } catch (error) {
+      const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error
+      tally.record(kind, 599, expected, cause instanceof Error ? ((cause as NodeJS.ErrnoException).code ?? cause.message) : String(cause))
     }
   }
 
@@ -161,7 +127,8 @@ try {
     loop(running, 500, () => request('export', `/rest/v0/vdis/${pick(vdis)}.raw`, [206], { headers: { range: 'bytes=0-16777215' } })),
     loop(running, SAMPLE_MS, async () => {
       const text = await fetch(`${keel.url}/metrics`, { headers: api.headers }).then((response) => response.text(), () => '')
-      if (exited !== undefined) return
+      // A scrape that got no answer leaves a gap rather than a made-up point.
+      if (exited !== undefined || text === '') return
       samples.push({ minute: (performance.now() - started) / 60_000, rssMiB: rssMiB(pid), loopP99Ms: metric(text, 'keel_event_loop_delay_seconds', 'stat="p99"') * 1000, requests: tally.total })
     }),
   ]
@@ -169,7 +136,7 @@ try {
   await stop(clients.child)
   if (exited !== undefined) process.stderr.write(`${exited} after ${((performance.now() - started) / 60_000).toFixed(1)} minutes\n`)
 
-  writeFileSync(join(out, 'soak.svg'), svg(samples))
+  writeFileSync(join(out, 'soak.svg'), soakChart(samples))
   writeFileSync(join(out, 'soak.csv'), 'minute,rss_mib,loop_p99_ms,requests\n' + samples.map((s) => `${s.minute.toFixed(2)},${s.rssMiB.toFixed(1)},${s.loopP99Ms.toFixed(2)},${s.requests}`).join('\n') + '\n')
   // Growth is judged after the first minutes (the caches and the event log fill): the last third against minutes 2 to 5 (of a long run).
   const [from, to] = [Math.min(2, minutes / 3), Math.min(5, (2 * minutes) / 3)]
