@@ -61,6 +61,7 @@ t.test('every route of the reference is served by Keel', async (t) => {
 const BEYOND = [
   'GET /',
   'GET /signin',
+  'GET /signout',
   'POST /signin',
   'POST /signout',
   'GET /healthz',

@@ -1,6 +1,7 @@
-import { incorrectState, invalidParameters, KeelError } from '../../../errors.js'
+import { incorrectState, invalidParameters, type KeelError } from '../../../errors.js'
 import { requiredString } from '../../lab/operations/params.js'
 import type { XoRecord } from '../../types.js'
+import { XapiError } from '../types.js'
 import { created, refOf, step, type Env, type XapiAction, type XapiFields } from './context.js'
 
 /** The lab refuses an ISO library's maintenance the same way. */
@@ -24,7 +25,8 @@ const reclaimSpace: XapiAction = async (env, { object, pool, ref }, _params, con
   }
   if (host === undefined) throw incorrectState({ actual: false, expected: true, object: object.id, property: 'attached' })
   const result = await pool.callAsync<string>('host.call_plugin', [host, 'trim', 'do_trim', { sr_uuid: String(sr['uuid']) }], step(context))
-  if (result !== 'True') throw new KeelError('XAPI_ERROR', `This is a XenServer/XCP-ng error: the trim plugin answered ${result}`, { code: 'TRIM_FAILED', params: [result] })
+  // The plugin answers its failure as text, not as a XAPI failure: made one, answered as any other.
+  if (result !== 'True') throw new XapiError('TRIM_FAILED', [result])
   return undefined
 }
 
