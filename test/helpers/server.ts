@@ -5,6 +5,7 @@ import { pino } from 'pino'
 import { createApp, type App, type AppOptions } from '../../src/app.js'
 import { loadConfig, type ConfigOverrides } from '../../src/config/config.js'
 import { LabDriver } from '../../src/driver/lab/driver.js'
+import type { LabSpec } from '../../src/driver/lab/spec.js'
 import type { Driver } from '../../src/driver/types.js'
 import type { XapiDriverOptions } from '../../src/driver/xapi/driver.js'
 import { openSimulator } from '../../src/simulator/simulator.js'
@@ -62,26 +63,30 @@ function testDriver(): ((lab: Driver) => Driver) | undefined {
 
 /**
  * `KEEL_TEST_DRIVER=xapi` runs every server over the XAPI driver, connected
- * to a simulator (`keel lab xapi`) of its own on the demo lab, kept in the
- * server's data directory (so a server started again on it finds the same
- * pool) and stopped with the server.
+ * to a simulator (`keel lab xapi`) of its own on the demo lab (or the
+ * server's `labSpec`), kept in the server's data directory (so a server
+ * started again on it finds the same pool) and stopped with the server.
  */
-async function xapiPool(dataDir: string): Promise<{ options: XapiDriverOptions; close: () => Promise<void> } | undefined> {
+async function xapiPool(dataDir: string, spec: LabSpec | undefined): Promise<{ options: XapiDriverOptions; lab: LabDriver; close: () => Promise<void> } | undefined> {
   if (process.env['KEEL_TEST_DRIVER'] !== 'xapi') return undefined
   const simulatorDir = join(dataDir, 'xapi-simulator')
   mkdirSync(simulatorDir, { recursive: true })
-  const simulator = await openSimulator({ dataDir: simulatorDir, password: SIMULATOR_PASSWORD, stepDelay: 1 })
+  const simulator = await openSimulator({ dataDir: simulatorDir, password: SIMULATOR_PASSWORD, stepDelay: 1, ...(spec === undefined ? {} : { spec }) })
   const url = await simulator.listen(0, '127.0.0.1')
   return {
     options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools: [{ host: url, username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false }] },
+    lab: simulator.services.driver,
     close: () => simulator.close(),
   }
 }
 
+/** The lab a server's simulator serves as its pool (KEEL_TEST_DRIVER=xapi). */
+const simulatedLabs = new WeakMap<TestServer, LabDriver>()
+
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'))
   const clock = options.clock ?? new ManualClock()
-  const pool = await xapiPool(dataDir)
+  const pool = await xapiPool(dataDir, options.app?.labSpec)
   const config = loadConfig(undefined, {
     ...options.config,
     authentication: { failedLoginDelay: 20, ...options.config?.authentication },
@@ -118,7 +123,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   }
   // A test closes its server itself; a teardown closing it again (after a failure midway) waits for the same close.
   let closing: Promise<void> | undefined
-  return {
+  const server: TestServer = {
     url,
     app,
     dataDir,
@@ -135,6 +140,8 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
       if (closeOptions.keepData !== true && options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true })
     },
   }
+  if (pool !== undefined) simulatedLabs.set(server, pool.lab)
+  return server
 }
 
 export function jsonBody(value: unknown, method = 'POST'): RequestInit {
@@ -143,8 +150,9 @@ export function jsonBody(value: unknown, method = 'POST'): RequestInit {
 
 /**
  * A server, and the lab under whatever driver the suite runs
- * (KEEL_TEST_DRIVER=lagged), for changes a pool makes on its own. Refused
- * where no lab serves (KEEL_TEST_DRIVER=xapi).
+ * (KEEL_TEST_DRIVER=lagged), for changes a pool makes on its own. Under
+ * KEEL_TEST_DRIVER=xapi, the lab is the simulator's: its changes reach the
+ * server as XAPI events, as a real pool's would.
  */
 export async function startLabServer(options: StartOptions = {}): Promise<{ server: TestServer; lab: LabDriver }> {
   let lab: LabDriver | undefined
@@ -159,6 +167,7 @@ export async function startLabServer(options: StartOptions = {}): Promise<{ serv
       },
     },
   })
+  lab ??= simulatedLabs.get(server)
   if (lab !== undefined) return { server, lab }
   await server.close()
   throw new Error('the test server runs no lab')
