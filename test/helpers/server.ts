@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
@@ -8,7 +8,8 @@ import { LabDriver } from '../../src/driver/lab/driver.js'
 import type { LabSpec } from '../../src/driver/lab/spec.js'
 import type { Driver } from '../../src/driver/types.js'
 import type { XapiDriverOptions } from '../../src/driver/xapi/driver.js'
-import { openSimulator } from '../../src/simulator/simulator.js'
+import type { PoolConnectionSettings } from '../../src/driver/xapi/types.js'
+import { openSimulator, type Simulator } from '../../src/simulator/simulator.js'
 import { LaggedDriver, randomDelays } from '../driver/lagged-driver.js'
 
 export const ADMIN_EMAIL = 'admin@admin.net'
@@ -63,24 +64,38 @@ function testDriver(): ((lab: Driver) => Driver) | undefined {
 
 /**
  * `KEEL_TEST_DRIVER=xapi` runs every server over the XAPI driver, connected
- * to a simulator (`keel lab xapi`) of its own on the demo lab (or the
- * server's `labSpec`), kept in the server's data directory (so a server
- * started again on it finds the same pool) and stopped with the server.
+ * to simulators (`keel lab xapi`) of its own on the demo lab (or the server's
+ * `labSpec`), one per pool since a XAPI host serves one pool, kept in the
+ * server's data directory (so a server started again on it finds the same
+ * pools) and stopped with the server.
  */
 async function xapiPool(dataDir: string, spec: LabSpec | undefined): Promise<{ options: XapiDriverOptions; lab: LabDriver; close: () => Promise<void> } | undefined> {
   if (process.env['KEEL_TEST_DRIVER'] !== 'xapi') return undefined
-  const simulatorDir = join(dataDir, 'xapi-simulator')
-  mkdirSync(simulatorDir, { recursive: true })
-  const simulator = await openSimulator({ dataDir: simulatorDir, password: SIMULATOR_PASSWORD, stepDelay: 1, ...(spec === undefined ? {} : { spec }) })
-  const url = await simulator.listen(0, '127.0.0.1')
-  return {
-    options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools: [{ host: url, username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false }] },
-    lab: simulator.services.driver,
-    close: () => simulator.close(),
+  const root = join(dataDir, 'xapi-simulator')
+  mkdirSync(root, { recursive: true })
+  const kept = readdirSync(root).length
+  const specs: Array<LabSpec | undefined> = spec === undefined ? Array.from({ length: Math.max(kept, 1) }, () => undefined) : spec.pools.map((pool) => ({ pools: [pool] }))
+  const simulators: Simulator[] = []
+  const close = async (): Promise<void> => {
+    await Promise.all(simulators.map((simulator) => simulator.close()))
   }
+  const pools: PoolConnectionSettings[] = []
+  try {
+    for (const [index, poolSpec] of specs.entries()) {
+      const simulator = await openSimulator({ dataDir: join(root, String(index)), password: SIMULATOR_PASSWORD, stepDelay: 1, ...(poolSpec === undefined ? {} : { spec: poolSpec }) })
+      simulators.push(simulator)
+      pools.push({ host: await simulator.listen(0, '127.0.0.1'), username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false })
+    }
+  } catch (error) {
+    await close()
+    throw error
+  }
+  const [first] = simulators
+  if (first === undefined) throw new Error('no simulator')
+  return { options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools }, lab: first.services.driver, close }
 }
 
-/** The lab a server's simulator serves as its pool (KEEL_TEST_DRIVER=xapi). */
+/** The lab a server's (first) simulator serves as its pool (KEEL_TEST_DRIVER=xapi). */
 const simulatedLabs = new WeakMap<TestServer, LabDriver>()
 
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
