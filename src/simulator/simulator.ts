@@ -3,6 +3,7 @@ import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { WorkerPool } from '../../workers/pool.js'
 import { LabDriver } from '../driver/lab/driver.js'
+import type { LabSpec } from '../driver/lab/spec.js'
 import { openDatabase, type Db } from '../store/database.js'
 import { NULL_REF } from '../xapi/datamodel/index.js'
 import { actionHandlers, SIMULATOR_USER } from './actions.js'
@@ -36,6 +37,8 @@ export interface SimulatorOptions {
   readonly clock?: () => number
   /** HTTPS with the data directory's self-signed certificate (made on first use), valid for these names */
   readonly tls?: { readonly names: readonly string[] }
+  /** the lab an empty data directory is seeded with, instead of the demo lab */
+  readonly spec?: LabSpec
 }
 
 export interface Simulator {
@@ -53,6 +56,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     dataDir: options.dataDir,
     ...(options.stepDelay === undefined ? {} : { stepDelay: options.stepDelay }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.spec === undefined ? {} : { spec: options.spec }),
   })
   await driver.open()
   const db = new XapiDatabase({ ...(options.eventLogSize === undefined ? {} : { eventLogSize: options.eventLogSize }), ...(options.clock === undefined ? {} : { clock: options.clock }) })

@@ -1,13 +1,15 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
 import { createApp, type App, type AppOptions } from '../../src/app.js'
 import { loadConfig, type ConfigOverrides } from '../../src/config/config.js'
 import { LabDriver } from '../../src/driver/lab/driver.js'
+import type { LabSpec } from '../../src/driver/lab/spec.js'
 import type { Driver } from '../../src/driver/types.js'
 import type { XapiDriverOptions } from '../../src/driver/xapi/driver.js'
-import { openSimulator } from '../../src/simulator/simulator.js'
+import type { PoolConnectionSettings } from '../../src/driver/xapi/types.js'
+import { openSimulator, type Simulator } from '../../src/simulator/simulator.js'
 import { LaggedDriver, randomDelays } from '../driver/lagged-driver.js'
 
 export const ADMIN_EMAIL = 'admin@admin.net'
@@ -66,28 +68,41 @@ function testDriver(): ((lab: Driver) => Driver) | undefined {
 
 /**
  * `KEEL_TEST_DRIVER=xapi` runs every server over the XAPI driver, connected
- * to a simulator (`keel lab xapi`) of its own on the demo lab, kept in the
+ * to simulators (`keel lab xapi`) of its own on the demo lab (or the server's
+ * `labSpec`), one per pool since a XAPI host serves one pool, kept in the
  * server's data directory (so a server started again on it finds the same
- * pool) and stopped with the server.
+ * pools) and stopped with the server.
  */
-async function xapiPool(dataDir: string): Promise<{ options: XapiDriverOptions; lab: LabDriver; dataDir: string; close: () => Promise<void> } | undefined> {
+async function xapiPool(dataDir: string, spec: LabSpec | undefined): Promise<{ options: XapiDriverOptions; lab: LabDriver; dataDir: string; close: () => Promise<void> } | undefined> {
   if (process.env['KEEL_TEST_DRIVER'] !== 'xapi') return undefined
-  const simulatorDir = join(dataDir, 'xapi-simulator')
-  mkdirSync(simulatorDir, { recursive: true })
-  const simulator = await openSimulator({ dataDir: simulatorDir, password: SIMULATOR_PASSWORD, stepDelay: 1 })
-  const url = await simulator.listen(0, '127.0.0.1')
-  return {
-    options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools: [{ host: url, username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false }] },
-    lab: simulator.services.driver,
-    dataDir: simulatorDir,
-    close: () => simulator.close(),
+  const root = join(dataDir, 'xapi-simulator')
+  mkdirSync(root, { recursive: true })
+  const kept = readdirSync(root).length
+  const specs: Array<LabSpec | undefined> = spec === undefined ? Array.from({ length: Math.max(kept, 1) }, () => undefined) : spec.pools.map((pool) => ({ pools: [pool] }))
+  const simulators: Simulator[] = []
+  const close = async (): Promise<void> => {
+    await Promise.all(simulators.map((simulator) => simulator.close()))
   }
+  const pools: PoolConnectionSettings[] = []
+  try {
+    for (const [index, poolSpec] of specs.entries()) {
+      const simulator = await openSimulator({ dataDir: join(root, String(index)), password: SIMULATOR_PASSWORD, stepDelay: 1, ...(poolSpec === undefined ? {} : { spec: poolSpec }) })
+      simulators.push(simulator)
+      pools.push({ host: await simulator.listen(0, '127.0.0.1'), username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false })
+    }
+  } catch (error) {
+    await close()
+    throw error
+  }
+  const [first] = simulators
+  if (first === undefined) throw new Error('no simulator')
+  return { options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools }, lab: first.services.driver, dataDir: join(root, '0'), close }
 }
 
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'))
   const clock = options.clock ?? new ManualClock()
-  const pool = await xapiPool(dataDir)
+  const pool = await xapiPool(dataDir, options.app?.labSpec)
   const config = loadConfig(undefined, {
     ...options.config,
     authentication: { failedLoginDelay: 20, ...options.config?.authentication },
@@ -124,7 +139,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   }
   // A test closes its server itself; a teardown closing it again (after a failure midway) waits for the same close.
   let closing: Promise<void> | undefined
-  return {
+  const server: TestServer = {
     url,
     app,
     dataDir,
@@ -143,6 +158,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
       if (closeOptions.keepData !== true && options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true })
     },
   }
+  return server
 }
 
 export function jsonBody(value: unknown, method = 'POST'): RequestInit {
