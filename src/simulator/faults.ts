@@ -14,9 +14,11 @@ export interface FaultSettings {
   readonly reset_next_export_after?: number
   /** the master stops answering (its connections reset) and the next host that answers takes over */
   readonly stop_master?: boolean
+  /** the member at this address stops answering (its connections reset); the master keeps its role */
+  readonly stop_member?: string
 }
 
-const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after', 'stop_master'] as const
+const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after', 'stop_master', 'stop_member'] as const
 
 const limitBody = 4096
 
@@ -91,18 +93,18 @@ export class Faults {
     const settings = body as Record<string, unknown>
     const unknown = Object.keys(settings).filter((key) => !KEYS.some((known) => known === key))
     if (unknown.length > 0) return `unknown settings: ${unknown.join(', ')}`
-    const { invalidate_sessions: invalidate, lose_events: lose, delay_ms: delay, reset_next_export_after: reset, stop_master: stop } = settings
+    const { invalidate_sessions: invalidate, lose_events: lose, delay_ms: delay, reset_next_export_after: reset, stop_master: stop, stop_member: member } = settings
     if (invalidate !== undefined && typeof invalidate !== 'boolean') return 'invalidate_sessions is a boolean'
     if (lose !== undefined && typeof lose !== 'boolean') return 'lose_events is a boolean'
     const count = (value: unknown): boolean => value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0)
     if (!count(delay)) return 'delay_ms is a whole number of ms'
     if (!count(reset)) return 'reset_next_export_after is a whole number of bytes'
     if (stop !== undefined && stop !== true) return 'stop_master is true (a stopped master stays stopped)'
-    // The one setting that can be refused for the pool's state, so tried first: then nothing else is applied either.
-    if (stop === true) {
-      const refused = this.#roles.stopMaster()
-      if (refused !== undefined) return refused
-    }
+    if (member !== undefined && typeof member !== 'string') return "stop_member is a member's address"
+    if (stop === true && member !== undefined) return 'stop_master and stop_member are set one at a time'
+    // The settings that can be refused for the pool's state, so tried first: then nothing else is applied either.
+    const refused = stop === true ? this.#roles.stopMaster() : member === undefined ? undefined : this.#roles.stopMember(member)
+    if (refused !== undefined) return refused
     // Checked whole before any is applied: a bad body changes nothing.
     if (invalidate === true) this.#services.sessions.invalidateAll()
     if (lose === true) this.#services.db.forgetLog()

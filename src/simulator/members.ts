@@ -75,6 +75,15 @@ export class PoolRoles {
     }
   }
 
+  /** Stops the member that answers at `address` (the master keeps its role); a reason when there is none. */
+  stopMember(address: string): string | undefined {
+    const ref = [...this.#addresses].find(([, at]) => at === address)?.[0]
+    if (ref === undefined) return `no host answers at ${address} (listen on 127.0.0.x for a pool of several hosts)`
+    if (ref === this.#masterRef()) return `${address} is the master's address: stop_master stops the master`
+    this.#stopped.add(ref)
+    return undefined
+  }
+
   /** Stops the master and hands the role to the next host that answers; a reason when none is left. */
   stopMaster(): string | undefined {
     const current = this.#masterRef()

@@ -86,3 +86,27 @@ t.test('a stopped master resets every connection; the next host serves as master
   t.equal(await masterAddress('127.0.0.3'), '127.0.0.3', 'the last host still serves')
   t.equal((await inject(xapi, { stop_master: false }, root, at('127.0.0.3'))).status, 400, 'a stopped master stays stopped')
 })
+
+t.test('stop_member: that member resets every connection, the master keeps its role; a bad address or the master refused', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const port = new URL(xapi.url).port
+  const member = `http://127.0.0.2:${port}`
+  const login = async (url: string): Promise<unknown> => (await fetch(`${url}/jsonrpc`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', method: 'session.login_with_password', params: ['root', PASSWORD], id: 1 }) })).json()
+  t.match(await login(member), { error: { message: 'HOST_IS_SLAVE' } }, 'the member answers before')
+
+  for (const [body, error] of [
+    [{ stop_member: '127.0.0.1' }, /is the master's address/],
+    [{ stop_member: '127.0.0.99', delay_ms: 50 }, /no host answers at 127\.0\.0\.99/],
+    [{ stop_member: 2 }, /stop_member is a member's address/],
+    [{ stop_member: '127.0.0.2', stop_master: true }, /one at a time/],
+  ] as const) t.match(await inject(xapi, body), { status: 400, body: { error } }, JSON.stringify(body))
+  t.same((await inject(xapi, {})).body, { delay_ms: 0, reset_next_export_after: null }, 'the refused requests changed nothing')
+  t.match(await login(member), { error: { message: 'HOST_IS_SLAVE' } }, 'the member still answers')
+
+  t.equal((await inject(xapi, { stop_member: '127.0.0.2' })).status, 200)
+  await t.rejects(fetch(`${member}/jsonrpc`, { method: 'POST', body: '{}' }), TypeError, 'the member answers nothing')
+  await t.rejects(fetch(`${member}/export_raw_vdi?session_id=${session}`), TypeError, 'not even its disk handlers')
+  t.match(await login(`http://127.0.0.3:${port}`), { error: { message: 'HOST_IS_SLAVE', data: ['127.0.0.1'] } }, 'the other members still name the master')
+  t.ok((await xapi.call<string[]>('VM.get_all', [session])).length > 0, 'the master serves as before')
+})

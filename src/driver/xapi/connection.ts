@@ -167,7 +167,8 @@ export class XapiConnection implements XapiPool {
 
   async request(request: XapiHttpRequest): Promise<IncomingMessage> {
     const session = await this.#sessionRef()
-    const send = (): Promise<IncomingMessage> => handlerRequest(this.#origin, this.#agent.agent, session, request)
+    const origin = request.host === undefined ? this.#origin : onHost(this.#origin, request.host)
+    const send = (): Promise<IncomingMessage> => handlerRequest(origin, this.#agent.agent, session, request)
     return this.#settings.recorder === undefined ? send() : this.#settings.recorder.handler(request.method, request.path, request.query, send)
   }
 

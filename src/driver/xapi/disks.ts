@@ -19,6 +19,7 @@ import type { Created, DiskAccess, DiskWrite, DiskWriteOptions, DiskWriteSession
 import { keelErrorOf, translated } from './errors.js'
 import { created, type XapiIndex } from './operations/context.js'
 import { BlockSpool } from './spool.js'
+import { srHostAddress, vdiHostAddress } from './sr-host.js'
 import { Transfer } from './transfer.js'
 import type { XapiLocation, XapiLocator } from './types.js'
 import { vhdAllocation } from './vhd-allocation.js'
@@ -63,7 +64,7 @@ export class XapiDisks implements DiskAccess {
   }
 
   allocation(vdi: XoRecord): Promise<number[]> {
-    return translated({ object: vdi }, () => this.#allocation(this.#locate(vdi), {}))
+    return translated({ object: vdi }, () => this.#allocation(vdi, this.#locate(vdi), {}))
   }
 
   changedBlocks(vdi: XoRecord, base: XoRecord): Promise<number[]> {
@@ -71,14 +72,14 @@ export class XapiDisks implements DiskAccess {
       const location = this.#locate(vdi)
       const baseLocation = this.#locate(base)
       if (baseLocation.pool.poolId !== location.pool.poolId) throw invalidParameters([{ path: 'base', message: `${base.id} is not in the pool of ${vdi.id}` }])
-      return this.#allocation(location, { base: baseLocation.ref })
+      return this.#allocation(vdi, location, { base: baseLocation.ref })
     })
   }
 
   async *readBlocks(vdi: XoRecord, indexes: readonly number[]): AsyncGenerator<DiskBlock> {
     if (indexes.length === 0) return
     const { pool, ref } = this.#locate(vdi)
-    const transfer = await translated({ object: vdi }, () => Transfer.start(pool, 'Keel: VDI read'))
+    const transfer = await translated({ object: vdi }, () => Transfer.start(pool, 'Keel: VDI read', vdiHostAddress(this.#index, vdi)))
     let complete = false
     try {
       let next = 0
@@ -147,7 +148,7 @@ export class XapiDisks implements DiskAccess {
       },
       commit: async () => {
         try {
-          return await translated({ object: sr }, () => this.#createVdi(location, vdi, spool))
+          return await translated({ object: sr }, () => this.#createVdi(location, srHostAddress(this.#index, sr), vdi, spool))
         } finally {
           await spool.remove()
         }
@@ -176,7 +177,7 @@ export class XapiDisks implements DiskAccess {
       },
       commit: async () => {
         try {
-          return await translated({ object: sr }, () => this.#importXva(location, description, spools))
+          return await translated({ object: sr }, () => this.#importXva(location, srHostAddress(this.#index, sr), description, spools))
         } finally {
           await removeAll()
         }
@@ -192,8 +193,8 @@ export class XapiDisks implements DiskAccess {
   }
 
   /** The allocation table of the VDI's VHD export (a differencing one against `base`). */
-  async #allocation({ pool, ref }: XapiLocation, query: Readonly<Record<string, string>>): Promise<number[]> {
-    const transfer = await Transfer.start(pool, 'Keel: VDI allocation')
+  async #allocation(vdi: XoRecord, { pool, ref }: XapiLocation, query: Readonly<Record<string, string>>): Promise<number[]> {
+    const transfer = await Transfer.start(pool, 'Keel: VDI allocation', vdiHostAddress(this.#index, vdi))
     try {
       return await vhdAllocation(await transfer.get('/export_raw_vdi', { vdi: ref, format: 'vhd', ...query }))
     } catch (error) {
@@ -221,13 +222,13 @@ export class XapiDisks implements DiskAccess {
       for (const index of partial) await spool.put(index, overlay(zeros(), await spool.get(index), bitmaps.get(index) as Buffer))
     }
     const written = spool.indexes
-    const allocated = patch ? written : [...new Set([...written, ...(await this.#allocation({ pool, ref, cls: 'VDI' }, {}))])].sort((a, b) => a - b)
+    const allocated = patch ? written : [...new Set([...written, ...(await this.#allocation(vdi, { pool, ref, cls: 'VDI' }, {}))])].sort((a, b) => a - b)
     const parent: VhdParentReference | undefined = patch ? { uuid: vdi.id, timestamp: 0, name: `${vdi.id}.vhd` } : undefined
-    await upload(pool, ref, size, allocated, spool, parent)
+    await upload({ pool, host: vdiHostAddress(this.#index, vdi) }, ref, size, allocated, spool, parent)
   }
 
   /** VDI.create, then the content; a VDI whose content did not arrive is destroyed. */
-  async #createVdi({ pool, ref: sr }: XapiLocation, vdi: NewVdi, spool: BlockSpool): Promise<Created> {
+  async #createVdi({ pool, ref: sr }: XapiLocation, host: string | undefined, vdi: NewVdi, spool: BlockSpool): Promise<Created> {
     const record = {
       name_label: vdi.name_label,
       name_description: vdi.name_description,
@@ -243,7 +244,7 @@ export class XapiDisks implements DiskAccess {
     }
     const ref = await pool.callAsync<string>('VDI.create', [record])
     try {
-      if (spool.indexes.length > 0) await upload(pool, ref, vdi.size, spool.indexes, spool)
+      if (spool.indexes.length > 0) await upload({ pool, host }, ref, vdi.size, spool.indexes, spool)
     } catch (error) {
       await pool.callAsync('VDI.destroy', [ref]).catch(() => undefined)
       throw error
@@ -252,7 +253,7 @@ export class XapiDisks implements DiskAccess {
   }
 
   /** The VM as an XVA written to a temporary file (its exact length is needed before the upload), then `/import` on the SR. */
-  async #importXva({ pool, ref: sr }: XapiLocation, description: XvaDescription, spools: readonly BlockSpool[]): Promise<Created> {
+  async #importXva({ pool, ref: sr }: XapiLocation, host: string | undefined, description: XvaDescription, spools: readonly BlockSpool[]): Promise<Created> {
     const dir = await mkdtemp(join(this.#tempDir, 'keel-xapi-xva-'))
     try {
       const path = join(dir, 'vm.xva')
@@ -262,7 +263,7 @@ export class XapiDisks implements DiskAccess {
       })
       await pipeline(Readable.from(encodeXva(description, contents)), createWriteStream(path, { mode: 0o600 }))
       const { size } = await stat(path)
-      const transfer = await Transfer.start(pool, 'Keel: VM import')
+      const transfer = await Transfer.start(pool, 'Keel: VM import', host)
       let result
       try {
         result = await transfer.put('/import', { sr_id: sr }, createReadStream(path), size)
@@ -280,13 +281,13 @@ export class XapiDisks implements DiskAccess {
   }
 }
 
-/** A VHD of the spooled blocks (zeros for those `allocated` names but the spool lacks) to `/import_raw_vdi`. */
-async function upload(pool: XapiLocation['pool'], vdi: string, size: number, allocated: readonly number[], spool: BlockSpool, parent?: VhdParentReference): Promise<void> {
+/** A VHD of the spooled blocks (zeros for those `allocated` names but the spool lacks) to `/import_raw_vdi` on `host` (srHostAddress). */
+async function upload({ pool, host }: { pool: XapiLocation['pool']; host: string | undefined }, vdi: string, size: number, allocated: readonly number[], spool: BlockSpool, parent?: VhdParentReference): Promise<void> {
   const plan = planVhdStream({ size, allocated, uuid: randomUUID(), ...(parent === undefined ? {} : { parent }) })
   async function* blocks(): AsyncGenerator<DiskBlock> {
     for (const index of allocated) yield { index, data: spool.has(index) ? await spool.get(index) : zeros(BLOCK_SIZE) }
   }
-  const transfer = await Transfer.start(pool, 'Keel: VDI write')
+  const transfer = await Transfer.start(pool, 'Keel: VDI write', host)
   try {
     await transfer.put('/import_raw_vdi', { vdi, format: 'vhd' }, encodeVhdStream(plan, blocks()), plan.length)
   } catch (error) {

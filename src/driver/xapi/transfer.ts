@@ -17,16 +17,19 @@ const SETTLE_WAIT = 5_000
 export class Transfer {
   readonly #pool: XapiPool
   readonly #task: string
+  readonly #host: string | undefined
   readonly #controller = new AbortController()
   #response: IncomingMessage | undefined
 
-  private constructor(pool: XapiPool, task: string) {
+  private constructor(pool: XapiPool, task: string, host: string | undefined) {
     this.#pool = pool
     this.#task = task
+    this.#host = host
   }
 
-  static async start(pool: XapiPool, label: string): Promise<Transfer> {
-    return new Transfer(pool, await pool.call<string>('task.create', [label, 'Keel']))
+  /** `host`: the address of the host the handlers are asked on (srHostAddress), default the master. */
+  static async start(pool: XapiPool, label: string, host?: string): Promise<Transfer> {
+    return new Transfer(pool, await pool.call<string>('task.create', [label, 'Keel']), host)
   }
 
   /** GET a handler: the response, its body to be read to the end, then `outcome()`. */
@@ -50,9 +53,11 @@ export class Transfer {
   /**
    * Why a transfer broke: the task's failure when XAPI failed it (a reset
    * connection says less than VDI_IO_ERROR), else `error`. The task settles
-   * soon after the connection ends; it is waited for a bounded time.
+   * soon after the connection ends; it is waited for a bounded time. A
+   * request no host answered started no transfer: its task has nothing to say.
    */
   async explain(error: unknown): Promise<unknown> {
+    if (this.#response === undefined) return error
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, SETTLE_WAIT)
@@ -82,7 +87,7 @@ export class Transfer {
   /** A refused request answers with the task's failure, which says more than the HTTP status. */
   async #request(request: Parameters<XapiPool['request']>[0]): Promise<IncomingMessage> {
     try {
-      this.#response = await this.#pool.request(request)
+      this.#response = await this.#pool.request(this.#host === undefined ? request : { ...request, host: this.#host })
       return this.#response
     } catch (error) {
       throw (await this.#failure()) ?? error

@@ -49,6 +49,8 @@ export interface XapiHttpRequest {
   readonly path: string
   /** `session_id` is added by the connection */
   readonly query: Readonly<Record<string, string>>
+  /** the address of the host to send it to (the host of a local SR); default: the master */
+  readonly host?: string
   readonly body?: Readable
   /** the body's exact length, sent as Content-Length: XAPI takes no chunked upload */
   readonly length?: number
@@ -65,7 +67,7 @@ export interface XapiPool {
    * the result read from its XML-RPC text, the task destroyed once settled.
    */
   callAsync<T = unknown>(method: string, params: readonly unknown[], options?: XapiTaskOptions): Promise<T>
-  /** a request to an HTTP handler of the master, redirects followed; a status other than 2xx rejects */
+  /** a request to an HTTP handler of `host` (default: the master), redirects followed until a body starts; a status other than 2xx rejects */
   request(request: XapiHttpRequest): Promise<IncomingMessage>
   /** resolves once every change committed on the pool before the call is in the index (`event.inject`) */
   settled(options?: WaitOptions): Promise<void>
