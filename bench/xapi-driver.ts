@@ -15,6 +15,8 @@ import type { LoadRequest, LoadResult } from './load-child.js'
 
 export interface XapiDriverBenchOptions {
   readonly vms: number
+  /** one pool: a generated lab of more than 16 hosts has several, and a XAPI connection serves one */
+  readonly hosts: number
   readonly pin: boolean
   /** seconds per autocannon run */
   readonly duration: number
@@ -31,6 +33,7 @@ export interface XapiDriverBenchOptions {
 
 export const xapiDriverBenchOptions = (pin: boolean): XapiDriverBenchOptions => ({
   vms: Number(process.env['BENCH_XAPI_DRIVER_VMS'] ?? 10000),
+  hosts: Number(process.env['BENCH_XAPI_DRIVER_HOSTS'] ?? 16),
   pin,
   duration: Number(process.env['BENCH_DURATION'] ?? 10),
   connections: Number(process.env['BENCH_CONNECTIONS'] ?? 50),
@@ -44,14 +47,28 @@ const PASSWORD = 'bench-password'
 const MiB = 1024 * 1024
 const core = (pin: boolean, which: number): number | undefined => (pin ? which : undefined)
 
-async function generate(dataDir: string, vms: number): Promise<void> {
+async function generate(dataDir: string, vms: number, hosts: number): Promise<void> {
   const cli = join(packageRoot, 'dist/src/cli/main.js')
-  const child = spawn(process.execPath, [cli, 'lab', 'generate', '--vms', String(vms), '--data-dir', dataDir], {
+  const child = spawn(process.execPath, [cli, 'lab', 'generate', '--vms', String(vms), '--hosts', String(hosts), '--data-dir', dataDir], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, KEEL_ADMIN_PASSWORD: PASSWORD },
   })
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
   if (code !== 0) throw new Error(`lab generate exited with ${code}`)
+}
+
+/**
+ * The simulator, started again if it fails: each of its hosts listens on a loopback address of its own
+ * (127.0.0.x) at the master's port, which another simulator on the shared machine may hold already.
+ */
+async function startSimulator(dataDir: string, pin: boolean): Promise<Awaited<ReturnType<typeof runScript>>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runScript('serve-xapi.js', [dataDir, PASSWORD], { core: core(pin, 1), stderr: attempt < 3 ? 'ignore' : 'inherit' })
+    } catch (error) {
+      if (attempt === 3) throw error
+    }
+  }
 }
 
 /** JSON-RPC calls to the simulator, as a XAPI client of its own (not Keel's session). */
@@ -164,13 +181,13 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
     const labDir = join(root, 'lab')
     const simulatorDir = join(root, 'simulator')
     const xapiKeelDir = join(root, 'keel-xapi')
-    await generate(labDir, options.vms)
+    await generate(labDir, options.vms, options.hosts)
     // The same lab twice, copied before either is opened: the two servers must not share a directory.
     cpSync(labDir, simulatorDir, { recursive: true })
     mkdirSync(xapiKeelDir)
 
     // The simulator on the core the load generator uses (it is idle while Keel answers from its index), Keels on the other.
-    const simulator = await runScript('serve-xapi.js', [simulatorDir, PASSWORD], { core: core(options.pin, 1), stderr: 'inherit' })
+    const simulator = await startSimulator(simulatorDir, options.pin)
     children.push(simulator.child)
     const simulatorUrl = simulator.line
     const labKeel = await startServer('serve-keel.js', [labDir], options.pin, 'ignore')
@@ -257,7 +274,7 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
 
     const [load1, load5] = loadavg()
     return [
-      `XAPI driver against the lab driver, a generated ${options.vms}-VM lab, ${options.connections} connections, ${options.duration} s per run, best of ${options.runs} interleaved runs per side, pinned: ${options.pin}, load average ${load1?.toFixed(1)} (1 min) ${load5?.toFixed(1)} (5 min) at the end:\n`,
+      `XAPI driver against the lab driver, a generated ${options.vms}-VM lab (one pool of ${options.hosts} hosts), ${options.connections} connections, ${options.duration} s per run, best of ${options.runs} interleaved runs per side, pinned: ${options.pin}, load average ${load1?.toFixed(1)} (1 min) ${load5?.toFixed(1)} (5 min) at the end:\n`,
       '| measure | Keel on the XAPI driver | baseline | ratio | bar | errors |',
       '|---|---|---|---|---|---|',
       ...readRows,
