@@ -20,6 +20,8 @@ import { sessionHandlers } from './session-handlers.js'
 import { Sessions } from './sessions.js'
 import { Tasks } from './tasks.js'
 import { Transfers } from './transfers.js'
+import { RrdUpdates } from './rrd.js'
+import { UsageStats } from '../stats/reader.js'
 
 
 export interface SimulatorOptions {
@@ -76,10 +78,12 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
   const transfers = new Transfers(services, tasks, faults, workers, (hostRef) => roles.addressOf(hostRef))
   const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
+  // The RRDs are the lab's own series, the data sources a client records kept in the lab's store.
+  const rrd = new RrdUpdates(services, new UsageStats(driver, store, options.clock ?? Date.now))
   const handleTransfer =
     (hostRef: string) =>
     (request: IncomingMessage, response: ServerResponse): boolean =>
-      faults.handle(request, response) || transfers.handle(request, response, hostRef)
+      faults.handle(request, response) || rrd.handle(request, response, hostRef) || transfers.handle(request, response, hostRef)
   const delayed = {
     call: async (method: string, params: readonly unknown[]) => {
       const outcome = await dispatcher.call(method, params)
