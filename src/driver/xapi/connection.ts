@@ -161,7 +161,8 @@ export class XapiConnection implements XapiPool {
   }
 
   async request(request: XapiHttpRequest): Promise<IncomingMessage> {
-    return handlerRequest(this.#origin, this.#agent.agent, await this.#sessionRef(), request)
+    const origin = request.host === undefined || request.host === '' ? this.#origin : onHost(this.#origin, request.host)
+    return handlerRequest(origin, this.#agent.agent, await this.#sessionRef(), request)
   }
 
   async settled(options: WaitOptions = {}): Promise<void> {

@@ -7,6 +7,7 @@ import { XapiConnection } from './connection.js'
 import { XapiDisks } from './disks.js'
 import { XapiOperations, xapiCapabilities } from './operations.js'
 import { PoolIndex, type PoolIndexOptions } from './pool-index.js'
+import { XapiRrdStats } from './stats.js'
 import { normalizeFingerprint, type TlsTrust } from './tls.js'
 import { XapiError, type ConnectedPool, type PoolConnectionSettings, type PoolConnector, type XapiLocation, type XapiLocator, type XapiPool } from './types.js'
 
@@ -25,6 +26,8 @@ export interface XapiDriverOptions {
   /** pools connected at open() (the servers collection connects the others) */
   readonly pools?: readonly PoolConnectionSettings[]
   readonly log?: Logger
+  /** ms since the epoch: where the statistics' window ends (the hosts' RRDs are asked from then back) */
+  readonly clock?: () => number
 }
 
 interface Pool {
@@ -45,6 +48,7 @@ const trustOf = (settings: PoolConnectionSettings): TlsTrust =>
 export class XapiDriver implements Driver, PoolConnector, XapiLocator {
   readonly capabilities = xapiCapabilities
   readonly disks: XapiDisks
+  readonly stats: XapiRrdStats
   readonly #options: XapiDriverOptions
   readonly #operations: XapiOperations
   readonly #pools = new Map<string, Pool>()
@@ -63,6 +67,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
     this.#waits = new IndexWaits((id) => this.#byId.get(id), options.indexWait ?? DEFAULT_INDEX_WAIT)
     this.#operations = new XapiOperations(this, this)
     this.disks = new XapiDisks(this, this)
+    this.stats = new XapiRrdStats(this, (id) => this.#byId.get(id), options.clock)
   }
 
   async open(): Promise<void> {

@@ -49,6 +49,8 @@ export interface XapiHttpRequest {
   readonly path: string
   /** `session_id` is added by the connection */
   readonly query: Readonly<Record<string, string>>
+  /** the address of the host to ask, for a handler that answers about its own host (`/rrd_updates`); the master by default */
+  readonly host?: string
   readonly body?: Readable
   /** the body's exact length, sent as Content-Length: XAPI takes no chunked upload */
   readonly length?: number
