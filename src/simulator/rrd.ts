@@ -1,8 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { isKeelError } from '../errors.js'
+import type { XmlRpcValue } from '../xapi/xml-rpc.js'
 import type { StatsGranularity, StatsReader, StatsTree, XapiStats, XoRecord } from '../driver/types.js'
 import { granularities } from '../stats/granularity.js'
 import { dataSourceOfPath, HOST_RRD_NAMES, VM_RRD_NAMES, type RrdName } from '../stats/rrd-names.js'
-import type { Services } from './context.js'
+import { labObject } from './actions.js'
+import type { CallContext, Handler, Services } from './context.js'
+import { XapiFailure } from './failures.js'
 
 /** Archives by step, finest first: an `interval` between two is served from the coarser. */
 const ARCHIVES = (['seconds', 'minutes', 'hours', 'days'] as const).map((granularity): [number, StatsGranularity] => [granularities[granularity].step, granularity])
@@ -111,4 +115,25 @@ export class RrdUpdates {
       if (vm['$container'] === host.id && RESIDENT.has(String(vm['power_state']))) yield vm
     }
   }
+}
+
+/** A refusal of the lab's statistics as XAPI words it. */
+function dataSourceFailure(error: unknown, vm: XoRecord, name: string): unknown {
+  if (!isKeelError(error)) return error
+  if (error.code === 'INCORRECT_STATE') return new XapiFailure('VM_BAD_POWER_STATE', String(vm['_xapiRef']), 'running', String(vm['power_state']).toLowerCase())
+  if (error.code === 'INVALID_PARAMETERS') return new XapiFailure('INVALID_VALUE', 'data_source', name)
+  return error
+}
+
+/** `VM.record_data_source` and `VM.forget_data_source_archives`: the VM's choice of data sources, kept by the lab's statistics. */
+export function dataSourceHandlers(stats: StatsReader): Readonly<Record<string, Handler>> {
+  const choose = (recorded: boolean) => async (context: CallContext, [ref, name]: readonly XmlRpcValue[]): Promise<XmlRpcValue> => {
+    const vm = labObject(context, 'VM', ref)
+    const dataSource = typeof name === 'string' ? name : ''
+    await stats.setDataSource(vm, dataSource, recorded).catch((error: unknown) => {
+      throw dataSourceFailure(error, vm, dataSource)
+    })
+    return ''
+  }
+  return { 'VM.record_data_source': choose(true), 'VM.forget_data_source_archives': choose(false) }
 }

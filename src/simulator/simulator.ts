@@ -20,7 +20,7 @@ import { sessionHandlers } from './session-handlers.js'
 import { Sessions } from './sessions.js'
 import { Tasks } from './tasks.js'
 import { Transfers } from './transfers.js'
-import { RrdUpdates } from './rrd.js'
+import { dataSourceHandlers, RrdUpdates } from './rrd.js'
 import { UsageStats } from '../stats/reader.js'
 
 
@@ -63,12 +63,14 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
   const sessions = new Sessions(db, { password: options.password, hostRef: masterRef, ...(options.clock === undefined ? {} : { clock: options.clock }) })
   const services: Services = { db, feed, driver, sessions, masterRef }
   const tasks = new Tasks(services, options.clock)
+  // The RRDs are the lab's own series, the data sources a client records kept in the lab's store.
+  const stats = new UsageStats(driver, store, options.clock ?? Date.now)
   const shutdown = new AbortController()
   const plain = (handlers: Readonly<Record<string, Explicit['handler']>>): Record<string, Explicit> =>
     Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler }]))
   const dispatcher = new Dispatcher(
     services,
-    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers, ...deviceHandlers },
+    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...plain(dataSourceHandlers(stats)), ...actionHandlers, ...deviceHandlers },
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )
@@ -78,8 +80,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
   const transfers = new Transfers(services, tasks, faults, workers, (hostRef) => roles.addressOf(hostRef))
   const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
-  // The RRDs are the lab's own series, the data sources a client records kept in the lab's store.
-  const rrd = new RrdUpdates(services, new UsageStats(driver, store, options.clock ?? Date.now))
+  const rrd = new RrdUpdates(services, stats)
   const handleTransfer =
     (hostRef: string) =>
     (request: IncomingMessage, response: ServerResponse): boolean =>

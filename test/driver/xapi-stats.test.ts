@@ -84,6 +84,26 @@ t.test('statistics on the XAPI driver come from the hosts\' RRDs', async (t) => 
     }
   })
 
+  t.test('data sources are chosen on the host', async (t) => {
+    const path = `/rest/v0/vms/${demo.runningVm}/stats`
+    const keys = async (): Promise<string[]> => Object.keys((await server.json<XapiStats>(path)).body.stats).sort()
+    const before = await keys()
+    t.notOk(before.includes('cpuUsage'), 'cpu_usage is not recorded by default')
+    t.equal((await server.request(`${path}/data_source/cpu_usage`, { method: 'PUT' })).status, 204)
+    t.same(await keys(), [...before, 'cpuUsage'].sort())
+    const unknown = await server.json<ErrorBody>(`${path}/data_source/cpu99`, { method: 'PUT' })
+    t.equal(unknown.status, 422)
+    t.equal(unknown.body.code, 'INVALID_PARAMETERS')
+    t.same(unknown.body.data['errors'], [{ path: 'data_source', message: 'is not a data source of this VM' }])
+    t.same(await keys(), [...before, 'cpuUsage'].sort(), 'nothing else recorded')
+    const halted = await server.json<ErrorBody>(`/rest/v0/vms/${demo.haltedVm}/stats/data_source/cpu0`, { method: 'DELETE' })
+    t.equal(halted.status, 409)
+    t.equal(halted.body.code, 'INCORRECT_STATE')
+    t.equal((await server.request(`${path}/data_source/cpu_usage`, { method: 'DELETE' })).status, 204)
+    t.same(await keys(), before)
+    sameSeries(t, (await server.json<XapiStats>(path)).body, await lab.vmStats(labObject(demo.runningVm), 'seconds'))
+  })
+
   t.test('bad requests are refused before any RRD is read', async (t) => {
     const halted = await server.json<ErrorBody>(`/rest/v0/vms/${demo.haltedVm}/stats`)
     t.equal(halted.status, 422, 'a halted VM has no statistics, as the reference answers')

@@ -4,9 +4,9 @@ import { granularities } from '../../stats/granularity.js'
 import { requireResident, requireRunningForDataSources, requireRunningHost } from '../../stats/reader.js'
 import { HOST_RRD_NAMES, VM_RRD_NAMES, type RrdName } from '../../stats/rrd-names.js'
 import type { StatsGranularity, StatsReader, XapiStats, XoRecord } from '../types.js'
-import { translated } from './errors.js'
+import { keelErrorOf, translated } from './errors.js'
 import { statsOfRrdUpdates } from './rrd-updates.js'
-import type { XapiLocation, XapiLocator } from './types.js'
+import { XapiError, type XapiLocation, type XapiLocator } from './types.js'
 
 async function text(response: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
@@ -49,7 +49,15 @@ export class XapiRrdStats implements StatsReader {
   async setDataSource(vm: XoRecord, dataSource: string, recorded: boolean): Promise<void> {
     requireRunningForDataSources(vm)
     const { pool, ref } = this.#locate(vm)
-    await translated({ object: vm }, () => pool.call(recorded ? 'VM.record_data_source' : 'VM.forget_data_source_archives', [ref, dataSource]))
+    try {
+      await pool.call(recorded ? 'VM.record_data_source' : 'VM.forget_data_source_archives', [ref, dataSource])
+    } catch (error) {
+      // The host names the data source it does not know; the answer is the lab's.
+      if (error instanceof XapiError && error.code === 'INVALID_VALUE') {
+        throw new KeelError('INVALID_PARAMETERS', `VM ${vm.id} has no data source ${dataSource}`, { errors: [{ path: 'data_source', message: 'is not a data source of this VM' }] })
+      }
+      throw keelErrorOf(error, { object: vm })
+    }
   }
 
   async #read(record: XoRecord, host: XoRecord, type: 'host' | 'vm', names: readonly RrdName[], granularity: StatsGranularity): Promise<XapiStats> {
