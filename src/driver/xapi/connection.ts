@@ -131,7 +131,7 @@ export class XapiConnection implements XapiPool {
       }
       if (isTransportError(error) && options.signal?.aborted !== true && !attempt.failedOver && !this.#closed) {
         const master = this.#origin.host
-        await this.#failOver()
+        await this.#failOver(error)
         // A call the same master took and did not answer in time may have run: it is not sent twice.
         if (error.timedOut && this.#origin.host === master) throw error
         return this.#call(method, params, options, { ...attempt, failedOver: true })
@@ -233,11 +233,11 @@ export class XapiConnection implements XapiPool {
   }
 
   /** Probes the master and every known member at once; the first login (or the master a member names) wins. */
-  #failOver(): Promise<void> {
+  #failOver(cause: Error): Promise<void> {
     this.#failover ??= (async () => {
       const candidates = [...new Set([this.#origin.hostname.replace(/^\[|\]$/g, ''), ...this.#members])].map((address) => onHost(this.#origin, address))
       const probes = candidates.map((candidate) => this.#login(candidate, this.#settings.probeTimeout ?? 20_000))
-      this.#settings.log?.warn({ master: this.#origin.host, candidates: candidates.map((c) => c.host) }, 'XAPI: the master does not answer, probing the pool')
+      this.#settings.log?.warn({ master: this.#origin.host, candidates: candidates.map((c) => c.host), err: cause }, 'XAPI: the master does not answer, probing the pool')
       let winner: { origin: URL; session: string }
       try {
         winner = await Promise.any(probes)
