@@ -15,6 +15,7 @@ import { disksBench, disksBenchOptions } from './disks.js'
 import { backupsBench, backupsBenchOptions } from './backups.js'
 import { instructionsBench, instructionsOptions } from './instructions.js'
 import { xapiBench, xapiBenchOptions } from './xapi.js'
+import { xapiDriverBench, xapiDriverBenchOptions } from './xapi-driver.js'
 import { consoleBench, consoleBenchOptions } from './console.js'
 import { consolesBench, consolesBenchOptions } from './consoles.js'
 import { scaleBench, scaleBenchOptions } from './scale.js'
@@ -29,9 +30,9 @@ const vmCount = Number(process.env['BENCH_VMS'] ?? 10000)
 /** Runs per side and route, interleaved (an even number puts each side first equally often); the best of each side is kept. */
 const httpRuns = Number(process.env['BENCH_HTTP_RUNS'] ?? 6)
 const pin = spawnSync('taskset', ['-c', '0,1', 'true']).status === 0
-/** `BENCH_ONLY=http,acl,...,sse-scale,...,xapi,console,consoles,scale,dashboards`: the sections to run (all when unset). */
+/** `BENCH_ONLY=http,acl,...,sse-scale,...,xapi,xapi-driver,console,consoles,scale,dashboards`: the sections to run (all when unset). */
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim())
-const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'sse-scale' | 'instructions' | 'xapi' | 'console' | 'consoles' | 'scale' | 'dashboards'): boolean =>
+const runs = (section: 'http' | 'acl' | 'filter' | 'serialize' | 'formats' | 'disks' | 'backups' | 'events' | 'sse-scale' | 'instructions' | 'xapi' | 'xapi-driver' | 'console' | 'consoles' | 'scale' | 'dashboards'): boolean =>
   only === undefined || only.includes(section)
 
 /** The server gets core 0 and the load generator the rest, as in the notes' pinned series. */
@@ -144,6 +145,8 @@ async function main(): Promise<void> {
     if (runs('instructions')) process.stdout.write('\n' + (await instructionsBench(instructionsOptions())))
     // Its own Keel, then the simulator on the lab Keel made; size from BENCH_XAPI_VMS (bench/xapi.ts).
     if (runs('xapi')) process.stdout.write('\n' + (await xapiBench(xapiBenchOptions(pin))))
+    // Its own generated lab, served by a lab Keel and by the simulator, and a Keel on the XAPI driver; sizes from BENCH_XAPI_DRIVER_* (bench/xapi-driver.ts).
+    if (runs('xapi-driver')) process.stdout.write('\n' + (await xapiDriverBench(xapiDriverBenchOptions(pin))))
     // Its own Keel on a generated lab (BENCH_CONSOLE_VMS, 50,000 by default) and Debian's chromium (bench/console.ts).
     if (runs('console')) process.stdout.write('\n' + (await consoleBench(consoleBenchOptions(pin))))
     // Its own Keel on a generated lab of 200 VMs; keys from BENCH_CONSOLE_KEYS, 500 by default (bench/consoles.ts).

@@ -25,6 +25,8 @@ import { setterHandlers } from './setters.js'
 import { Sessions } from './sessions.js'
 import { Tasks } from './tasks.js'
 import { Transfers } from './transfers.js'
+import { dataSourceHandlers, RrdUpdates } from './rrd.js'
+import { UsageStats } from '../stats/reader.js'
 
 
 export interface SimulatorOptions {
@@ -69,12 +71,14 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
   const sessions = new Sessions(db, { password: options.password, hostRef: masterRef, ...(options.clock === undefined ? {} : { clock: options.clock }) })
   const services: Services = { db, feed, driver, sessions, masterRef }
   const tasks = new Tasks(services, options.clock)
+  // The RRDs are the lab's own series, the data sources a client records kept in the lab's store.
+  const stats = new UsageStats(driver, store, options.clock ?? Date.now)
   const shutdown = new AbortController()
   const plain = (handlers: Readonly<Record<string, Explicit['handler']>>): Record<string, Explicit> =>
     Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler }]))
   const dispatcher = new Dispatcher(
     services,
-    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...actionHandlers, ...deviceHandlers, ...setterHandlers, ...instantiationHandlers, ...maintenanceHandlers, ...networkHandlers },
+    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...plain(dataSourceHandlers(stats)), ...actionHandlers, ...deviceHandlers, ...setterHandlers, ...instantiationHandlers, ...maintenanceHandlers, ...networkHandlers },
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )
@@ -84,10 +88,11 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
   const transfers = new Transfers(services, tasks, faults, workers, (hostRef) => roles.addressOf(hostRef))
   const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
+  const rrd = new RrdUpdates(services, stats)
   const handleTransfer =
     (hostRef: string) =>
     (request: IncomingMessage, response: ServerResponse): boolean =>
-      faults.handle(request, response) || transfers.handle(request, response, hostRef)
+      faults.handle(request, response) || rrd.handle(request, response, hostRef) || transfers.handle(request, response, hostRef)
   const delayed = {
     call: async (method: string, params: readonly unknown[]) => {
       const outcome = await dispatcher.call(method, params)

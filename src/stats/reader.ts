@@ -25,11 +25,25 @@ const startOf = (record: XoRecord): number | undefined => (typeof record['startT
 const RUNNING_VM = new Set(['Running', 'Paused'])
 
 /** A VM must be on a host for its statistics to exist. */
-function requireResident(vm: XoRecord): void {
+export function requireResident(vm: XoRecord): void {
   if (!RUNNING_VM.has(String(vm['power_state']))) {
     throw new KeelError('INVALID_PARAMETERS', `VM ${vm.id} is halted or host could not be found`, {
       errors: [{ path: 'id', message: `the VM is ${String(vm['power_state'])}` }],
     })
+  }
+}
+
+/** Only a running host keeps statistics. */
+export function requireRunningHost(host: XoRecord): void {
+  if (host['power_state'] !== 'Running') {
+    throw new KeelError('INCORRECT_STATE', `host ${host.id} is not running`, { actual: host['power_state'], expected: 'Running' })
+  }
+}
+
+/** A VM's data sources are chosen while it runs. */
+export function requireRunningForDataSources(vm: XoRecord): void {
+  if (!RUNNING_VM.has(String(vm['power_state']))) {
+    throw new KeelError('INCORRECT_STATE', `VM ${vm.id} must be running to change its data sources`, { actual: vm['power_state'], expected: 'Running' })
   }
 }
 
@@ -66,9 +80,7 @@ export class UsageStats implements StatsReader {
   }
 
   async hostStats(host: XoRecord, granularity: StatsGranularity): Promise<XapiStats> {
-    if (host['power_state'] !== 'Running') {
-      throw new KeelError('INCORRECT_STATE', `host ${host.id} is not running`, { actual: host['power_state'], expected: 'Running' })
-    }
+    requireRunningHost(host)
     return this.#cached(host, granularity, (window) => hostSeries(this.#hostShape(host), window, (ms) => this.#driver.usage(host, ms)))
   }
 
@@ -78,9 +90,7 @@ export class UsageStats implements StatsReader {
   }
 
   async setDataSource(vm: XoRecord, dataSource: string, recorded: boolean): Promise<void> {
-    if (!RUNNING_VM.has(String(vm['power_state']))) {
-      throw new KeelError('INCORRECT_STATE', `VM ${vm.id} must be running to change its data sources`, { actual: vm['power_state'], expected: 'Running' })
-    }
+    requireRunningForDataSources(vm)
     if (!vmDataSources(this.#devices(vm)).has(dataSource)) {
       throw new KeelError('INVALID_PARAMETERS', `VM ${vm.id} has no data source ${dataSource}`, {
         errors: [{ path: 'data_source', message: `is not a data source of this VM` }],

@@ -136,7 +136,7 @@ export class XapiConnection implements XapiPool {
       }
       if (isTransportError(error) && options.signal?.aborted !== true && !attempt.failedOver && !this.#closed) {
         const master = this.#origin.host
-        await this.#failOver()
+        await this.#failOver(error)
         // A call the same master took and did not answer in time may have run: it is not sent twice.
         if (error.timedOut && this.#origin.host === master) throw error
         return this.#call(method, params, options, { ...attempt, failedOver: true })
@@ -167,7 +167,7 @@ export class XapiConnection implements XapiPool {
 
   async request(request: XapiHttpRequest): Promise<IncomingMessage> {
     const session = await this.#sessionRef()
-    const origin = request.host === undefined ? this.#origin : onHost(this.#origin, request.host)
+    const origin = request.host === undefined || request.host === '' ? this.#origin : onHost(this.#origin, request.host)
     const send = (): Promise<IncomingMessage> => handlerRequest(origin, this.#agent.agent, session, request)
     return this.#settings.recorder === undefined ? send() : this.#settings.recorder.handler(request.method, request.path, request.query, send)
   }
@@ -241,11 +241,11 @@ export class XapiConnection implements XapiPool {
   }
 
   /** Probes the master and every known member at once; the first login (or the master a member names) wins. */
-  #failOver(): Promise<void> {
+  #failOver(cause: Error): Promise<void> {
     this.#failover ??= (async () => {
       const candidates = [...new Set([this.#origin.hostname.replace(/^\[|\]$/g, ''), ...this.#members])].map((address) => onHost(this.#origin, address))
       const probes = candidates.map((candidate) => this.#login(candidate, this.#settings.probeTimeout ?? 20_000))
-      this.#settings.log?.warn({ master: this.#origin.host, candidates: candidates.map((c) => c.host) }, 'XAPI: the master does not answer, probing the pool')
+      this.#settings.log?.warn({ master: this.#origin.host, candidates: candidates.map((c) => c.host), err: cause }, 'XAPI: the master does not answer, probing the pool')
       let winner: { origin: URL; session: string }
       try {
         winner = await Promise.any(probes)

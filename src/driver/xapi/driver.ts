@@ -8,6 +8,7 @@ import { XapiDisks } from './disks.js'
 import { XapiOperations, xapiCapabilities } from './operations.js'
 import { PoolIndex, type PoolIndexOptions } from './pool-index.js'
 import { DEFAULT_RECORD_MAX_BYTES, XapiRecorder } from './recorder.js'
+import { XapiRrdStats } from './stats.js'
 import { normalizeFingerprint, type TlsTrust } from './tls.js'
 import { XapiError, type ConnectedPool, type PoolConnectionSettings, type PoolConnector, type XapiLocation, type XapiLocator, type XapiPool } from './types.js'
 
@@ -28,6 +29,8 @@ export interface XapiDriverOptions {
   /** record mode: every connection's calls and event batches in a file of this folder (recorder.ts) */
   readonly record?: { readonly dir: string; readonly maxBytes?: number }
   readonly log?: Logger
+  /** ms since the epoch: where the statistics' window ends (the hosts' RRDs are asked from then back) */
+  readonly clock?: () => number
 }
 
 interface Pool {
@@ -48,6 +51,7 @@ const trustOf = (settings: PoolConnectionSettings): TlsTrust =>
 export class XapiDriver implements Driver, PoolConnector, XapiLocator {
   readonly capabilities = xapiCapabilities
   readonly disks: XapiDisks
+  readonly stats: XapiRrdStats
   readonly #options: XapiDriverOptions
   readonly #operations: XapiOperations
   readonly #pools = new Map<string, Pool>()
@@ -66,6 +70,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
     this.#waits = new IndexWaits((id) => this.#byId.get(id), options.indexWait ?? DEFAULT_INDEX_WAIT)
     this.#operations = new XapiOperations(this, this)
     this.disks = new XapiDisks(this, this)
+    this.stats = new XapiRrdStats(this, (id) => this.#byId.get(id), options.clock)
   }
 
   async open(): Promise<void> {

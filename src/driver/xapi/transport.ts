@@ -35,8 +35,13 @@ export interface RpcOptions {
 
 const abortError = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError'))
 
-/** Sends a request, its body given whole; the response's status checked by the caller. */
-function send(target: RpcTarget, method: string, path: string, body: string | undefined, headers: Record<string, string>, options: RpcOptions): Promise<IncomingMessage> {
+/**
+ * Sends a request, its body given whole; the response's status checked by the caller. A keep-alive
+ * socket the host closed just as it was reused (its idle timeout) fails with a reset before any
+ * answer: the host read nothing of it, and it is sent again once on a new socket, not taken for a
+ * host that stopped answering (which fails over and fetches the whole pool again).
+ */
+function send(target: RpcTarget, method: string, path: string, body: string | undefined, headers: Record<string, string>, options: RpcOptions, resent = false): Promise<IncomingMessage> {
   const { signal } = options
   if (signal?.aborted === true) return Promise.reject(abortError(signal))
   const request = target.origin.protocol === 'https:' ? httpsRequest : httpRequest
@@ -48,7 +53,13 @@ function send(target: RpcTarget, method: string, path: string, body: string | un
     signal?.addEventListener('abort', onAbort, { once: true })
     req.once('close', () => signal?.removeEventListener('abort', onAbort))
     req.once('timeout', () => req.destroy(new XapiTransportError(`${target.origin.host}: no answer within ${options.timeout} ms`, { timedOut: true })))
-    req.once('error', (error: Error) => reject(signal?.aborted === true || error instanceof XapiTransportError || error instanceof XapiError ? error : new XapiTransportError(`${target.origin.host}: ${error.message}`, { cause: error })))
+    req.once('error', (error: NodeJS.ErrnoException) => {
+      if (req.reusedSocket && !resent && signal?.aborted !== true && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
+        resolve(send(target, method, path, body, headers, options, true))
+        return
+      }
+      reject(signal?.aborted === true || error instanceof XapiTransportError || error instanceof XapiError ? error : new XapiTransportError(`${target.origin.host}: ${error.message}`, { cause: error }))
+    })
     req.once('response', resolve)
     req.end(body)
   })

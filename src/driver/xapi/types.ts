@@ -49,7 +49,7 @@ export interface XapiHttpRequest {
   readonly path: string
   /** `session_id` is added by the connection */
   readonly query: Readonly<Record<string, string>>
-  /** the address of the host to send it to (the host of a local SR); default: the master */
+  /** the address of the host to send it to (the host of a local SR, or the host a handler answers about: `/rrd_updates`); default: the master */
   readonly host?: string
   readonly body?: Readable
   /** the body's exact length, sent as Content-Length: XAPI takes no chunked upload */
