@@ -73,7 +73,7 @@ function testDriver(): ((lab: Driver) => Driver) | undefined {
  * server's data directory (so a server started again on it finds the same
  * pools) and stopped with the server.
  */
-async function xapiPool(dataDir: string, spec: LabSpec | undefined): Promise<{ options: XapiDriverOptions; lab: LabDriver; dataDir: string; close: () => Promise<void> } | undefined> {
+async function xapiPool(dataDir: string, spec: LabSpec | undefined, clock: () => number): Promise<{ options: XapiDriverOptions; lab: LabDriver; dataDir: string; close: () => Promise<void> } | undefined> {
   if (process.env['KEEL_TEST_DRIVER'] !== 'xapi') return undefined
   const root = join(dataDir, 'xapi-simulator')
   mkdirSync(root, { recursive: true })
@@ -86,7 +86,7 @@ async function xapiPool(dataDir: string, spec: LabSpec | undefined): Promise<{ o
   const pools: PoolConnectionSettings[] = []
   try {
     for (const [index, poolSpec] of specs.entries()) {
-      const simulator = await openSimulator({ dataDir: join(root, String(index)), password: SIMULATOR_PASSWORD, stepDelay: 1, ...(poolSpec === undefined ? {} : { spec: poolSpec }) })
+      const simulator = await openSimulator({ dataDir: join(root, String(index)), password: SIMULATOR_PASSWORD, stepDelay: 1, clock, ...(poolSpec === undefined ? {} : { spec: poolSpec }) })
       simulators.push(simulator)
       pools.push({ host: await simulator.listen(0, '127.0.0.1'), username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false })
     }
@@ -96,13 +96,13 @@ async function xapiPool(dataDir: string, spec: LabSpec | undefined): Promise<{ o
   }
   const [first] = simulators
   if (first === undefined) throw new Error('no simulator')
-  return { options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools }, lab: first.services.driver, dataDir: join(root, '0'), close }
+  return { options: { allowHttp: true, graceDelay: 0, index: { retryDelay: 20 }, pools, clock }, lab: first.services.driver, dataDir: join(root, '0'), close }
 }
 
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'))
   const clock = options.clock ?? new ManualClock()
-  const pool = await xapiPool(dataDir, options.app?.labSpec)
+  const pool = await xapiPool(dataDir, options.app?.labSpec, clock.read)
   const config = loadConfig(undefined, {
     ...options.config,
     authentication: { failedLoginDelay: 20, ...options.config?.authentication },
