@@ -113,6 +113,7 @@ const sections = {
       idleTimeout: { read: durationReader, default: 5 * 60_000 },
       streamPause: { read: durationReader, default: 5 },
       maxHeavyListings: { read: integerReader(0, 10_000), default: 4 },
+      maxQueuedHeavyListings: { read: integerReader(0, 100_000), default: 64 },
     },
   },
   'rest-api': {

@@ -15,7 +15,7 @@ const file = (name: string, text: string): string => {
 
 t.test('defaults', async (t) => {
   const config = loadConfig()
-  t.same(config.http, { host: '127.0.0.1', port: 8080, maxJsonBodySize: 1024 * 1024, idleTimeout: 5 * 60_000, streamPause: 5, maxHeavyListings: 4 })
+  t.same(config.http, { host: '127.0.0.1', port: 8080, maxJsonBodySize: 1024 * 1024, idleTimeout: 5 * 60_000, streamPause: 5, maxHeavyListings: 4, maxQueuedHeavyListings: 64 })
   t.same(config.restApi, {
     maxRamAllocatedPerSseClient: 20,
     maxRamAllocatedForSseClients: 512,
