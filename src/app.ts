@@ -242,6 +242,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const actionDeps = { tasks, driver, collectionOf, resourceOf }
   const authenticator = new Authenticator(directory, tokens, { failureDelay: options.config.authentication.failedLoginDelay })
   const metrics = new Metrics(serviceLog.droppedLines)
+  metrics.gaugeHeavyReads(heavyReads)
   const live = createLiveChanges({
     bus,
     sources,

@@ -46,6 +46,14 @@ export class HeavyReads {
     this.#queue = queue
   }
 
+  get running(): number {
+    return this.#running
+  }
+
+  get waiting(): number {
+    return this.#waiting.length
+  }
+
   /**
    * Admits one heavy read, whose end calls the returned release (at once, or
    * once its turn comes). With every slot taken and the line full, or after
