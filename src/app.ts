@@ -194,7 +194,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const cache = new JsonCache(JSON_CACHE_BYTES)
   const versions = new Versions(bus)
   const listings = new ListingCache(LISTING_CACHE_BYTES, LISTING_CACHE_ENTRY_BYTES)
-  const heavyReads = new HeavyReads(options.config.http.maxHeavyListings)
+  const heavyReads = new HeavyReads(options.config.http.maxHeavyListings, options.config.http.maxQueuedHeavyListings)
   const router = new Router()
   const tasks = new TaskManager(db, bus, {
     clock,
@@ -256,6 +256,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const actionDeps = { tasks, driver, collectionOf, resourceOf }
   const authenticator = new Authenticator(directory, tokens, { failureDelay: options.config.authentication.failedLoginDelay })
   const metrics = new Metrics(serviceLog.droppedLines)
+  metrics.gaugeHeavyReads(heavyReads)
   const live = createLiveChanges({
     bus,
     sources,

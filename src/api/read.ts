@@ -7,7 +7,7 @@ import { compileFilter } from '../filter/index.js'
 import type { Versions } from '../events/versions.js'
 import type { HeavyReads } from '../http/heavy-reads.js'
 import type { JsonCache } from '../http/json-cache.js'
-import { NDJSON_TYPE, JSON_TYPE, sendJsonBytes, streamChunks } from '../http/reply.js'
+import { NDJSON_TYPE, JSON_TYPE, sendJsonBytes, sendLargeBody, streamChunks } from '../http/reply.js'
 import { defineRoute, type ResponseSpec, type RouteDef } from '../http/route.js'
 import { ErrorResponses } from '../http/schemas.js'
 import { hrefOf, BASE } from './paths.js'
@@ -55,6 +55,12 @@ export interface ListingOptions {
 
 /** A listing walking this many records or more, not answered from the cache, is a heavy read. */
 export const HEAVY_LISTING_RECORDS = 1000
+/**
+ * A cached body this large is a heavy read too: sending it costs the core
+ * more than building a small listing (the kernel's copies), and the socket
+ * takes it in many writes.
+ */
+export const LARGE_CACHED_BODY = 1024 * 1024
 
 /** The lazily produced bytes of each listed value, in order. */
 function* listingTexts(
@@ -204,19 +210,27 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
         // A listing is the caller's: keyed by the scope it was filtered with.
         const scope = visible === undefined ? null : (principal.privileges?.key ?? principal.id)
         const key = JSON.stringify([source.name, scope, q.fields ?? null, q.filter ?? null, q.limit ?? null, q.ndjson === true])
-        const version = versions.of(versionTypes)
-        const cached = listings.get(key, version)
-        if (cached !== undefined) {
-          sendJsonBytes(res, 200, cached, contentType)
+        const cachedNow = listings.get(key, versions.of(versionTypes))
+        if (cachedNow !== undefined && cachedNow.length < LARGE_CACHED_BODY) {
+          sendJsonBytes(res, 200, cachedNow, contentType)
           return
         }
         const predicate = visibleAndMatching(visible, q.filter)
-        const heavy = options.heavy !== undefined && (source.size?.() ?? 0) >= HEAVY_LISTING_RECORDS
-        const release = heavy ? options.heavy?.admit(res) : undefined
+        const heavy = options.heavy !== undefined && (cachedNow !== undefined || (source.size?.() ?? 0) >= HEAVY_LISTING_RECORDS) ? options.heavy : undefined
+        const release = heavy === undefined ? undefined : await heavy.admit(res)
+        const turn = heavy === undefined ? undefined : () => heavy.turn()
         try {
+          // Waiting for a turn may have seen a change: the cache is asked again.
+          const version = versions.of(versionTypes)
+          const cached = listings.get(key, version)
+          if (cached !== undefined) {
+            if (turn === undefined) sendJsonBytes(res, 200, cached, contentType)
+            else await sendLargeBody(res, 200, cached, contentType, turn)
+            return
+          }
           const chunks = framed(listingTexts(source, source.list(), q, predicate, cache), q.ndjson === true)
           if (!listings.wanted(key)) {
-            await streamChunks(res, 200, contentType, chunks, heavy)
+            await streamChunks(res, 200, contentType, chunks, turn)
             return
           }
           const kept: Buffer[] = []
@@ -229,7 +243,7 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
               keptSize += chunk.length
               if (keptSize <= listings.maxEntry) kept.push(chunk)
             }),
-            heavy,
+            turn,
           )
           // Between batches the stream waited for the socket: store only a body that saw no change.
           if (complete && keptSize <= listings.maxEntry && versions.of(versionTypes) === version) {

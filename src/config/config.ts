@@ -125,6 +125,7 @@ const sections = {
       idleTimeout: { read: durationReader, default: 5 * 60_000 },
       streamPause: { read: durationReader, default: 5 },
       maxHeavyListings: { read: integerReader(0, 10_000), default: 4 },
+      maxQueuedHeavyListings: { read: integerReader(0, 100_000), default: 64 },
       /** a build of the reference's web application (XO 6), served at /v6/ */
       xo6Root: { read: absolutePathReader, default: undefined },
     },

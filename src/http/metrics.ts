@@ -90,6 +90,20 @@ export class Metrics {
     })
   }
 
+  /** `keel_heavy_reads{state}`: heavy reads being served and waiting for a turn (http/heavy-reads.ts), read when scraped. */
+  gaugeHeavyReads(reads: { readonly running: number; readonly waiting: number }): void {
+    new Gauge({
+      name: 'keel_heavy_reads',
+      help: 'Heavy reads (large listings) being served, and waiting for their turn',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        this.set({ state: 'running' }, reads.running)
+        this.set({ state: 'waiting' }, reads.waiting)
+      },
+    })
+  }
+
   observeRequest(route: string, method: string, status: number, seconds: number): void {
     const last = this.#last
     const series = last !== undefined && last.route === route && last.method === method ? last.series : this.#seriesOf(route, method)

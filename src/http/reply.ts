@@ -1,4 +1,3 @@
-import { setImmediate } from 'node:timers/promises'
 import type { ServerResponse } from 'node:http'
 import { KeelResponse } from './response.js'
 
@@ -46,8 +45,8 @@ export async function streamChunks(
   status: number,
   contentType: string,
   pieces: Iterable<string | Buffer>,
-  /** let the event loop run between writes, so that other requests are answered while this body is produced */
-  yieldBetweenWrites = false,
+  /** awaited after each write, so that other requests are answered while this body is produced */
+  turn?: () => Promise<void>,
 ): Promise<boolean> {
   res.statusCode = status
   res.setHeader('Content-Type', contentType)
@@ -62,17 +61,46 @@ export async function streamChunks(
     const ok = res.write(batch.length === 1 ? bytes : Buffer.concat(batch, size))
     batch = []
     size = 0
-    if (!ok) {
-      await drained(res)
-      if (res.destroyed) return false
-    } else if (yieldBetweenWrites) {
-      await setImmediate()
-      if (res.destroyed) return false
-    }
+    if (!ok) await drained(res)
+    if (turn !== undefined) await turn()
+    if (res.destroyed) return false
   }
   if (res.destroyed) return false
   res.end(Buffer.concat(batch, size))
   return true
+}
+
+/** Slices of a large body written per turn of the event loop: a few socket buffers' worth. */
+const SLICE = 256 * 1024
+
+/**
+ * Sends a whole body that is already in memory in bounded slices, awaiting
+ * `turn` between them, instead of one write that the socket then drains on
+ * its own: other requests are read and answered between slices. Resolves
+ * once the last byte is handed to the kernel ('finish') or the client is gone.
+ */
+export async function sendLargeBody(res: ServerResponse, status: number, bytes: Buffer, contentType: string, turn: () => Promise<void>): Promise<void> {
+  res.statusCode = status
+  res.setHeader('Content-Type', contentType)
+  res.setHeader('Content-Length', bytes.length)
+  let offset = 0
+  for (; offset + SLICE < bytes.length; offset += SLICE) {
+    if (res.destroyed) return
+    if (!res.write(bytes.subarray(offset, offset + SLICE))) await drained(res)
+    await turn()
+  }
+  if (res.destroyed) return
+  const sent = new Promise<void>((resolve) => {
+    const done = (): void => {
+      res.off('finish', done)
+      res.off('close', done)
+      resolve()
+    }
+    res.on('finish', done)
+    res.on('close', done)
+  })
+  res.end(bytes.subarray(offset))
+  await sent
 }
 
 export function sendJsonBytes(res: ServerResponse, status: number, bytes: Buffer, contentType = JSON_TYPE): void {

@@ -18,9 +18,9 @@ function stalledListing(server: TestServer, path: string): Promise<{ request: Cl
   })
 }
 
-t.test('heavy listings beyond the limit are refused with 503 and Retry-After; writes and small reads are answered', async (t) => {
+t.test('with no line, heavy listings beyond the limit are refused with 503 and Retry-After; writes and small reads are answered', async (t) => {
   // 10,000 VMs as whole records: tens of MiB, more than loopback's socket buffers hold, so an unread listing stays open.
-  const server = await startServer({ config: { http: { maxHeavyListings: 2 } }, app: { labSpec: generateLabSpec({ vms: 10_000, hosts: 20 }) } })
+  const server = await startServer({ config: { http: { maxHeavyListings: 2, maxQueuedHeavyListings: 0 } }, app: { labSpec: generateLabSpec({ vms: 10_000, hosts: 20 }) } })
   t.teardown(() => server.close())
   const [vm] = (await server.json<Array<{ id: string; name_label: string }>>('/rest/v0/vms?fields=id,name_label&limit=1')).body
   if (vm === undefined) throw new Error('no VM')
@@ -76,4 +76,87 @@ t.test('maxHeavyListings 0 admits every listing', async (t) => {
   const fourth = await server.request(`${LISTING}&limit=3`)
   t.equal(fourth.status, 200)
   t.equal(((await fourth.json()) as unknown[]).length, 3)
+})
+
+/** Waits until /metrics shows this many heavy reads served and waiting: the server has seen the requests sent before. */
+async function heavyReadsAre(server: TestServer, expected: { running: number; waiting: number }): Promise<void> {
+  const wanted = `keel_heavy_reads{state="running"} ${expected.running}\nkeel_heavy_reads{state="waiting"} ${expected.waiting}\n`
+  for (;;) {
+    const text = await (await server.request('/metrics')).text()
+    if (text.includes(wanted)) return
+  }
+}
+
+/** A request whose answer is awaited later: `answered` tells whether its response has begun. */
+function pending(server: TestServer, path: string): { request: ClientRequest; answered: () => boolean; response: Promise<{ status: number; body: string }> } {
+  let answered = false
+  const request = httpRequest(server.url + path, { headers: { authorization: basic(ADMIN_EMAIL, ADMIN_PASSWORD) } })
+  const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    request.on('response', (incoming) => {
+      answered = true
+      const chunks: Buffer[] = []
+      incoming.on('data', (chunk: Buffer) => chunks.push(chunk))
+      incoming.on('end', () => resolve({ status: incoming.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
+      incoming.on('error', reject)
+    })
+    request.on('error', reject)
+  })
+  request.end()
+  return { request, answered: () => answered, response }
+}
+
+t.test('a heavy listing beyond the limit waits its turn in a bounded line; writes are answered meanwhile', async (t) => {
+  const server = await startServer({ config: { http: { maxHeavyListings: 1, maxQueuedHeavyListings: 1 } }, app: { labSpec: generateLabSpec({ vms: 10_000, hosts: 20 }) } })
+  t.teardown(() => server.close())
+  const [vm] = (await server.json<Array<{ id: string }>>('/rest/v0/vms?fields=id&limit=1')).body
+  if (vm === undefined) throw new Error('no VM')
+
+  const held = await stalledListing(server, LISTING)
+  t.teardown(() => held.request.destroy())
+  t.equal(held.response.statusCode, 200, 'the first heavy listing is admitted and holds its turn')
+  const waiting = pending(server, `/rest/v0/vms?fields=name_label&filter=id:${vm.id}%20power_state:*`)
+  t.teardown(() => waiting.request.destroy())
+  await heavyReadsAre(server, { running: 1, waiting: 1 })
+
+  const refused = await server.json<{ code: string; data: Record<string, unknown> }>(`${LISTING}&limit=9999`)
+  t.equal(refused.status, 503, 'one more than the line holds is refused')
+  t.equal(refused.response.headers.get('retry-after'), '1')
+  t.same(refused.body, { error: 'too many large listings are being served; retry shortly', code: 'SERVICE_UNAVAILABLE', data: { reason: 'busy', limit: 1, retryAfter: 1 } })
+
+  const patched = await server.request(`/rest/v0/vms/${vm.id}`, jsonBody({ nameLabel: 'renamed while a listing waits' }, 'PATCH'))
+  t.equal(patched.status, 204, 'a write is answered while a listing holds the turn and another waits')
+  t.notOk(waiting.answered(), 'before the waiting listing, which cannot run while the first holds its turn')
+
+  held.request.destroy()
+  const answer = await waiting.response
+  t.equal(answer.status, 200, 'the waiting listing is served once the first is gone')
+  t.same(JSON.parse(answer.body), [{ name_label: 'renamed while a listing waits', href: `/rest/v0/vms/${vm.id}` }], 'built after the write it waited behind')
+})
+
+t.test('a large cached listing is a heavy read until the socket has taken it', async (t) => {
+  const server = await startServer({ config: { http: { maxHeavyListings: 1, maxQueuedHeavyListings: 0 } }, app: { labSpec: generateLabSpec({ vms: 10_000, hosts: 20 }) } })
+  t.teardown(() => server.close())
+  // 3,500 whole VMs: about 7 MiB, kept by the listing cache (up to 8 MiB a body) and more than loopback's buffers hold.
+  const large = `${LISTING}&limit=3500`
+  // Asked twice, the listing is kept; the next answers come from the cache.
+  for (let time = 0; time < 2; time++) t.equal((await server.request(large).then(async (response) => (await response.arrayBuffer(), response))).status, 200)
+  const full = await pending(server, large).response
+  const cached = await stalledListing(server, large)
+  t.teardown(() => cached.request.destroy())
+  t.equal(cached.response.statusCode, 200)
+  t.equal(cached.response.headers['content-length'], String(Buffer.byteLength(full.body)), 'the cached body, whole, with its length')
+  await heavyReadsAre(server, { running: 1, waiting: 0 })
+
+  const refused = await server.json<{ code: string }>(`${LISTING}&filter=power_state:Running`)
+  t.equal(refused.status, 503, 'another heavy listing is refused while the cached body is being sent')
+  t.equal(refused.body.code, 'SERVICE_UNAVAILABLE')
+  const small = await server.json<string[]>('/rest/v0/hosts')
+  t.equal(small.status, 200, 'a small listing is not')
+
+  const read = new Promise((resolve) => cached.response.on('end', resolve))
+  cached.response.resume()
+  await read
+  const after = await server.request(`${LISTING}&filter=power_state:Running`)
+  await after.arrayBuffer()
+  t.equal(after.status, 200, 'admitted again once the cached body was sent')
 })

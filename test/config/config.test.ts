@@ -15,7 +15,7 @@ const file = (name: string, text: string): string => {
 
 t.test('defaults', async (t) => {
   const config = loadConfig()
-  t.same(config.http, { host: '127.0.0.1', port: 8080, maxJsonBodySize: 1024 * 1024, idleTimeout: 5 * 60_000, streamPause: 5, maxHeavyListings: 4 })
+  t.same(config.http, { host: '127.0.0.1', port: 8080, maxJsonBodySize: 1024 * 1024, idleTimeout: 5 * 60_000, streamPause: 5, maxHeavyListings: 4, maxQueuedHeavyListings: 64 })
   t.same(config.restApi, {
     maxRamAllocatedPerSseClient: 20,
     maxRamAllocatedForSseClients: 512,
@@ -62,6 +62,8 @@ const bad: Array<[string, string, string]> = [
   ['bad idle timeout', '[http]\nidleTimeout = "a while"\n', 'http.idleTimeout'],
   ['bad stream pause', '[http]\nstreamPause = "soon"\n', 'http.streamPause'],
   ['negative heavy listing limit', '[http]\nmaxHeavyListings = -1\n', 'http.maxHeavyListings'],
+  ['negative heavy listing line', '[http]\nmaxQueuedHeavyListings = -1\n', 'http.maxQueuedHeavyListings'],
+  ['fractional heavy listing line', '[http]\nmaxQueuedHeavyListings = 1.5\n', 'http.maxQueuedHeavyListings'],
   ['bad SSE budget', '[rest-api]\nmaxRamAllocatedPerSseClient = -1\n', 'rest-api.maxRamAllocatedPerSseClient'],
   ['default above max', '[authentication]\ndefaultTokenValidity = "1 year"\n', 'authentication.defaultTokenValidity'],
   ['section not a table', 'http = 5\n', 'http'],
@@ -96,6 +98,7 @@ t.test('the idle timeout and the stream pause are durations', async (t) => {
   t.equal(loadConfig(file('pause.toml', '[http]\nstreamPause = "2 ms"\n')).http.streamPause, 2)
   t.equal(loadConfig(file('no-pause.toml', '[http]\nstreamPause = 0\n')).http.streamPause, 0)
   t.equal(loadConfig(file('heavy.toml', '[http]\nmaxHeavyListings = 8\n')).http.maxHeavyListings, 8)
+  t.equal(loadConfig(file('line.toml', '[http]\nmaxQueuedHeavyListings = 0\n')).http.maxQueuedHeavyListings, 0)
 })
 
 t.test('repository roots: unset by default (the data directory decides), else absolute folders, normalised', async (t) => {
