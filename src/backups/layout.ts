@@ -49,7 +49,8 @@ export interface ArchiveName {
 export function parseArchiveId(id: string): ArchiveName | undefined {
   const match = ARCHIVE_ID.exec(id)
   if (match === null) return undefined
-  const [, repositoryId, vmUuid, ts] = match as unknown as [string, string, string, string]
+  // Every group of the pattern takes part in a match: the defaults only satisfy the index type.
+  const [, repositoryId = '', vmUuid = '', ts = ''] = match
   if (parseBackupTimestamp(ts) === undefined) return undefined
   return { repositoryId, vmUuid, ts, metadataPath: metadataPath(vmUuid, ts) }
 }
@@ -64,7 +65,7 @@ export function vhdPath(jobId: string, vdiUuid: string, ts: string): string {
 export function parseVhdPath(path: string): { jobId: string; vdiUuid: string; name: string } | undefined {
   const match = /^(?:\.\/)?vdis\/([^/]+)\/([^/]+)\/([^/]+\.vhd)$/.exec(path)
   if (match === null) return undefined
-  const [, jobId, vdiUuid, name] = match as unknown as [string, string, string, string]
+  const [, jobId = '', vdiUuid = '', name = ''] = match
   return isSafeName(jobId) && isSafeName(vdiUuid) && isSafeName(name) ? { jobId, vdiUuid, name } : undefined
 }
 

@@ -90,15 +90,7 @@ export async function sendLargeBody(res: ServerResponse, status: number, bytes: 
     await turn()
   }
   if (res.destroyed) return
-  const sent = new Promise<void>((resolve) => {
-    const done = (): void => {
-      res.off('finish', done)
-      res.off('close', done)
-      resolve()
-    }
-    res.on('finish', done)
-    res.on('close', done)
-  })
+  const sent = firstOf(res, 'finish', 'close')
   res.end(bytes.subarray(offset))
   await sent
 }
@@ -110,15 +102,18 @@ export function sendJsonBytes(res: ServerResponse, status: number, bytes: Buffer
   res.end(bytes)
 }
 
-/** Resolves on 'drain' or 'close', whichever comes first, leaving no listener behind. */
-export function drained(res: ServerResponse): Promise<void> {
+/** Resolves on whichever of two events comes first, leaving no listener behind. */
+function firstOf(res: ServerResponse, first: string, second: string): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
-      res.off('drain', done)
-      res.off('close', done)
+      res.off(first, done)
+      res.off(second, done)
       resolve()
     }
-    res.on('drain', done)
-    res.on('close', done)
+    res.on(first, done)
+    res.on(second, done)
   })
 }
+
+/** Resolves on 'drain' or 'close', whichever comes first, leaving no listener behind. */
+export const drained = (res: ServerResponse): Promise<void> => firstOf(res, 'drain', 'close')

@@ -23,6 +23,7 @@ import { srHostAddress, vdiHostAddress } from './sr-host.js'
 import { Transfer } from './transfer.js'
 import type { XapiLocation, XapiLocator } from './types.js'
 import { vhdAllocation } from './vhd-allocation.js'
+import { newVdiRecord } from './new-vdi.js'
 
 /**
  * Blocks decoded from XAPI's stream ahead of the consumer: without them the
@@ -237,19 +238,7 @@ export class XapiDisks implements DiskAccess {
 
   /** VDI.create, then the content; a VDI whose content did not arrive is destroyed. */
   async #createVdi({ pool, ref: sr }: XapiLocation, host: string | undefined, vdi: NewVdi, spool: BlockSpool): Promise<Created> {
-    const record = {
-      name_label: vdi.name_label,
-      name_description: vdi.name_description,
-      SR: sr,
-      virtual_size: vdi.size,
-      type: 'user',
-      sharable: false,
-      read_only: false,
-      other_config: {},
-      xenstore_data: {},
-      sm_config: {},
-      tags: [],
-    }
+    const record = newVdiRecord({ name_label: vdi.name_label, name_description: vdi.name_description, SR: sr, virtual_size: vdi.size })
     const ref = await pool.callAsync<string>('VDI.create', [record])
     try {
       if (spool.indexes.length > 0) await upload({ pool, host }, ref, vdi.size, spool.indexes, spool)

@@ -5,6 +5,7 @@ import type { XapiPool } from '../types.js'
 import { CREATION_KEY, encodeCreation } from '../creation.js'
 import { created, refOf, step, type Env, type Target, type XapiAction } from './context.js'
 import { destroyersByType } from './destroy.js'
+import { newVdiRecord } from '../new-vdi.js'
 
 /**
  * A VM from a template, as the reference's vm.create makes one: the template
@@ -80,21 +81,9 @@ async function settings(pool: XapiPool, vm: string, params: CreateVmParams, sign
 
 async function addDisks(pool: XapiPool, vm: string, disks: readonly NewDisk[], context: OperationContext): Promise<void> {
   for (const [position, disk] of disks.entries()) {
-    const vdi = await pool.callAsync<string>('VDI.create', [
-      {
-        name_label: disk.name_label,
-        name_description: disk.name_description,
-        SR: disk.sr,
-        virtual_size: disk.size,
-        type: 'user',
-        sharable: false,
-        read_only: false,
-        other_config: {},
-        xenstore_data: {},
-        sm_config: {},
-        tags: [],
-      },
-    ], { signal: context.signal })
+    const vdi = await pool.callAsync<string>('VDI.create', [newVdiRecord({ name_label: disk.name_label, name_description: disk.name_description, SR: disk.sr, virtual_size: disk.size })], {
+      signal: context.signal,
+    })
     await pool.callAsync('VBD.create', [
       {
         VM: vm,

@@ -5,6 +5,7 @@ import type { Created, OperationContext, XoRecord } from '../../types.js'
 import { XapiError, type XapiLocation } from '../types.js'
 import { created, step, type Env, type Params, type Target, type XapiAction } from './context.js'
 import type { XapiDestroyer } from './destroy.js'
+import { newVdiRecord } from '../new-vdi.js'
 
 /**
  * A VM's drives, interfaces and new disks, through XAPI's constructors and
@@ -62,19 +63,12 @@ const createVdi: XapiCreator = async (env, params, context) => {
   const size = optionalInteger(params, 'virtual_size')
   if (size === undefined || size < 1) throw invalidParameters([{ path: 'body.virtual_size', message: 'must be a positive integer' }])
   if (sr.record['content_type'] === 'iso') throw invalidParameters([{ path: 'body.srId', message: 'an ISO library holds no new disks' }])
-  const record = {
+  const record = newVdiRecord({
     name_label: requiredString(params, 'name_label'),
     name_description: optionalString(params, 'name_description') ?? '',
     SR: sr.ref,
     virtual_size: size,
-    type: 'user',
-    sharable: false,
-    read_only: false,
-    other_config: {},
-    xenstore_data: {},
-    sm_config: {},
-    tags: [],
-  }
+  })
   return created(env, sr.pool, 'VDI', await sr.pool.callAsync<string>('VDI.create', [record], step(context)))
 }
 
