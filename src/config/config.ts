@@ -254,7 +254,7 @@ export function loadConfig(file?: string, overrides: ConfigOverrides = {}): Conf
   for (const [field, values] of Object.entries(sectionOverrides)) {
     Object.assign(result[field] as Record<string, unknown>, values)
   }
-  const config = { ...result, proxies: proxiesOverride ?? proxies } as unknown as Config
+  const config = { ...result, proxies: proxiesOverride ?? proxies } as Config
   if (config.authentication.defaultTokenValidity > config.authentication.maxTokenValidity) {
     throw new ConfigError('authentication.defaultTokenValidity', 'must not exceed authentication.maxTokenValidity')
   }

@@ -54,7 +54,7 @@ export class Router {
     const suffixed = SUFFIXED_PATH.exec(def.path)
     // A duplicate route is a programming error: find-my-way throws at start-up.
     if (suffixed === null) return this.#fmw.on(def.method, def.path, () => {}, route)
-    const [, prefix, param, extension] = suffixed as unknown as [string, string, string, string]
+    const [, prefix = '', param = '', extension = ''] = suffixed
     const base = `${prefix}:${param}`
     const key = `${def.method} ${base}`
     let entry = this.#suffixed.get(key)

@@ -50,7 +50,7 @@ export function messageToAlarm(
   linkOf?: (object: XoRecord) => string | undefined,
 ): AlarmRecord | undefined {
   if (message.type !== 'message' || !ALARM_NAMES.has(message['name'])) return undefined
-  const { $object, body, time, ...rest } = message as unknown as MessageRecord
+  const { $object, body, time, ...rest } = message as MessageRecord
   const match = PERFMON_BODY.exec(body)
   const rawValue = match?.[1]
   const target = getObject?.($object)

@@ -314,7 +314,7 @@ t.test('enforcement on every route family', async (t) => {
     const me = await server.request('/rest/v0/users/me/acl-privileges', { auth: operator.auth })
     t.equal(me.status, 307)
     t.equal(me.headers.get('location'), `/rest/v0/users/${operator.id}/acl-privileges`)
-    const own = (await as(operator)(`/rest/v0/users/${operator.id}/acl-privileges?fields=resource,action`)).body as unknown as Obj[]
+    const own = (await server.json<Obj[]>(`/rest/v0/users/${operator.id}/acl-privileges?fields=resource,action`, { auth: operator.auth })).body
     t.equal(own.length, 8)
     t.equal((await as(nobody)(`/rest/v0/users/${operator.id}/acl-privileges`)).status, 403)
   })

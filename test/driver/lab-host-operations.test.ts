@@ -5,7 +5,7 @@ import { context, openLab } from '../helpers/lab.js'
 import { act, checkingContext, current, failure, field, named, problems, progressComplete } from './fixtures/lab.js'
 import { crowdedHost, TWO_POOLS } from './fixtures/specs.js'
 
-const hostOf = (driver: LabDriver, id: string): HostRecord => current(driver, id) as unknown as HostRecord
+const hostOf = (driver: LabDriver, id: string): HostRecord => current(driver, id) as HostRecord
 
 t.test('disable and enable are idempotent and need a running host', async (t) => {
   const { driver, changes } = await openLab(t)

@@ -7,7 +7,7 @@ import { act, current, failure, field, named, problems, progressComplete } from 
 import { TWO_POOLS } from './fixtures/specs.js'
 
 const GiB = 2 ** 30
-const vmOf = (record: XoRecord): VmRecord => record as unknown as VmRecord
+const vmOf = (record: XoRecord): VmRecord => record as VmRecord
 /** What a batch of changes did, as sorted `kind type` lines: equal for two operations of the same cost. */
 const shape = (changes: readonly ObjectChange[]): string[] => changes.map((change) => `${change.kind} ${change.object.type}`).sort()
 
@@ -18,7 +18,7 @@ t.test('a snapshot copies settings and links disks and VIFs, in every power stat
     const ctx = context()
     const created = await act(driver, vm, 'snapshot', {}, ctx)
     t.ok(progressComplete(ctx.reported), `${name}: progress`)
-    const snapshot = current(driver, created?.id ?? '') as unknown as VmSnapshotRecord
+    const snapshot = current(driver, created?.id ?? '') as VmSnapshotRecord
     t.same([created?.type, snapshot.type, snapshot.name_label, snapshot.power_state], ['VM-snapshot', 'VM-snapshot', name, 'Halted'])
     const after = vmOf(current(driver, vm.id))
     t.equal(after.parent, snapshot.id, 'the VM derives from its newest snapshot')
@@ -27,7 +27,7 @@ t.test('a snapshot copies settings and links disks and VIFs, in every power stat
     t.ok(Number.isInteger(snapshot.snapshot_time) && snapshot.snapshot_time - NOW / 1000 > 0 && snapshot.snapshot_time - NOW / 1000 < 600, 'the lab clock, in seconds')
     t.same(snapshot.addresses, {})
     t.equal(snapshot.VIFs.length, vmOf(vm).VIFs.length)
-    const disks = snapshot.$VBDs.map((id) => current(driver, String(current(driver, id)['VDI'])) as unknown as VdiSnapshotRecord)
+    const disks = snapshot.$VBDs.map((id) => current(driver, String(current(driver, id)['VDI'])) as VdiSnapshotRecord)
     t.ok(disks.length > 0 && disks.every((disk) => disk.type === 'VDI-snapshot' && disk.snapshot_time === snapshot.snapshot_time))
   }
   const labelled = await act(driver, named(driver, 'VM', 'web-01'), 'snapshot', { name_label: 'before upgrade' })

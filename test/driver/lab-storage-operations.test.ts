@@ -6,10 +6,10 @@ import { act, current, failure, field, named, problems, progressComplete } from 
 import { TWO_POOLS } from './fixtures/specs.js'
 
 const GiB = 2 ** 30
-const vmOf = (record: XoRecord): VmRecord => record as unknown as VmRecord
-const srOf = (record: XoRecord): SrRecord => record as unknown as SrRecord
+const vmOf = (record: XoRecord): VmRecord => record as VmRecord
+const srOf = (record: XoRecord): SrRecord => record as SrRecord
 const disksOf = (lookup: (id: string) => XoRecord, vm: VmRecord): VdiRecord[] =>
-  vm.$VBDs.map((id) => lookup(id)).flatMap((vbd) => (vbd['is_cd_drive'] === true ? [] : [lookup(String(vbd['VDI'])) as unknown as VdiRecord]))
+  vm.$VBDs.map((id) => lookup(id)).flatMap((vbd) => (vbd['is_cd_drive'] === true ? [] : [lookup(String(vbd['VDI'])) as VdiRecord]))
 
 t.test('create_vm from a template: its disk on the default SR, created by the caller', async (t) => {
   const { driver } = await openLab(t)
@@ -130,7 +130,7 @@ t.test('VDI migrate: a new id on the new SR, drives and snapshots follow, SR fig
   t.equal(created?.type, 'VDI')
   t.not(created?.id, disk.id)
   t.equal(driver.getObject(disk.id), undefined, 'the old disk is gone')
-  const moved = current(driver, created?.id ?? '') as unknown as VdiRecord
+  const moved = current(driver, created?.id ?? '') as VdiRecord
   t.same([moved.size, moved.usage, moved.$SR, moved.snapshots], [disk.size, disk.usage, local.id, disk.snapshots])
   t.same(disksOf((id) => current(driver, id), vmOf(current(driver, web.id))).map((vdi) => vdi.id), [moved.id])
   for (const id of disk.snapshots) t.equal(current(driver, id)['$snapshot_of'], moved.id)

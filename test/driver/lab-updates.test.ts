@@ -6,7 +6,7 @@ import { act, current, failure, field, named, problems } from './fixtures/lab.js
 import { TWO_POOLS } from './fixtures/specs.js'
 
 const GiB = 2 ** 30
-const vmOf = (record: XoRecord): VmRecord => record as unknown as VmRecord
+const vmOf = (record: XoRecord): VmRecord => record as VmRecord
 
 t.test('PATCH a VM: every field, in one change, durable', async (t) => {
   const first = await openLab(t, { keep: true })
@@ -44,7 +44,7 @@ t.test('PATCH a running VM: hot changes within its limits and its host', async (
   const { driver } = await openLab(t)
   const db = named(driver, 'VM', 'db-01')
   const host = named(driver, 'host', 'xcp-ng-01')
-  const usage = (): number => (current(driver, host.id) as unknown as HostRecord).memory.usage
+  const usage = (): number => (current(driver, host.id) as HostRecord).memory.usage
   const before = usage()
   await driver.update(db, { cpus: 4, memory: 24 * GiB })
   t.same([vmOf(current(driver, db.id)).CPUs, vmOf(current(driver, db.id)).memory.size], [{ max: 8, number: 4 }, 24 * GiB])

@@ -41,12 +41,12 @@ t.test('every VM action in every power state: the allowed ones and the refused o
 
 t.test('start places the VM, gives it addresses and the guest data; halting clears them', async (t) => {
   const { driver } = await openLab(t)
-  const hosts = (): HostRecord[] => [...driver.objectsOfType('host')] as unknown as HostRecord[]
+  const hosts = (): HostRecord[] => [...driver.objectsOfType('host')] as HostRecord[]
   const free = (host: HostRecord): number => host.memory.size - host.memory.usage
   const roomiest = hosts().sort((a, b) => free(b) - free(a))[0]
   const staging = named(driver, 'VM', 'staging-app')
   await act(driver, staging, 'start')
-  let vm = current(driver, staging.id) as unknown as VmRecord
+  let vm = current(driver, staging.id) as VmRecord
   t.equal(vm.$container, roomiest?.id, 'on the host with the most free memory')
   t.ok(field<string[]>(current(driver, vm.$container), 'residentVms').includes(vm.id))
   t.match(vm.addresses, { '0/ipv4/0': /^10\.0\.1\.\d+$/ }, 'an address in its network')
@@ -57,7 +57,7 @@ t.test('start places the VM, gives it addresses and the guest data; halting clea
   t.ok((vm.memory.usage ?? 0) > 0 && (vm.memory.usage ?? 0) <= vm.memory.size)
 
   await act(driver, staging, 'clean_shutdown')
-  vm = current(driver, staging.id) as unknown as VmRecord
+  vm = current(driver, staging.id) as VmRecord
   t.same([vm.addresses, vm.mainIpAddress, vm.startTime, vm.os_version, vm.$container], [{}, undefined, null, null, vm.$pool])
   t.same(problems(driver), [])
 

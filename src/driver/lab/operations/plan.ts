@@ -81,17 +81,17 @@ export class Plan {
 
   /** A record of one of `types`, for reading; a missing one is a NO_SUCH_OBJECT for the first type. */
   get<K extends LabType>(id: string, ...types: [K, ...K[]]): Frozen<RecordTypes[K]> {
-    return this.#typed(id, types, this.find(id)) as unknown as Frozen<RecordTypes[K]>
+    return this.#typed(id, types, this.find(id)) as Frozen<RecordTypes[K]>
   }
 
   /** A record of one of `types`, for changing: the plan keeps a private copy. */
   edit<K extends LabType>(id: string, ...types: [K, ...K[]]): RecordTypes[K] {
     const record = this.#typed(id, types, this.find(id))
     const staged = this.#staged.get(id)
-    if (staged !== undefined) return staged.record as unknown as RecordTypes[K]
+    if (staged !== undefined) return staged.record as RecordTypes[K]
     const copy = structuredClone(record) as XoRecord
     this.#staged.set(id, { record: copy, original: record, removed: false })
-    return copy as unknown as RecordTypes[K]
+    return copy as RecordTypes[K]
   }
 
   /** Every record of a type as this plan leaves them, in the lab's order then the plan's additions. */
@@ -105,7 +105,7 @@ export class Plan {
     for (const { record, original } of this.#staged.values()) {
       if (original === undefined && record.type === type) records.push(record)
     }
-    return records as unknown as Array<Frozen<RecordTypes[K]>>
+    return records as Array<Frozen<RecordTypes[K]>>
   }
 
   add<T extends XoRecord>(record: T): T {
