@@ -151,12 +151,20 @@ export class Api {
   async expect<T>(method: string, path: string, status: number, body?: unknown): Promise<T> {
     const init: RequestInit = { method, headers: { ...this.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }
     if (body !== undefined) init.body = JSON.stringify(body)
-    const response = await fetch(this.url + path, init)
+    const response = await fetch(this.url + path, init).catch((error: unknown) => {
+      // A keep-alive socket the server closed while this process was busy (a benchmark writing its
+      // data synchronously) fails the next request sent on it: a GET is safe to send again, once.
+      if (method !== 'GET' || !closedUnder(error)) throw error
+      return fetch(this.url + path, init)
+    })
     const text = await response.text()
     if (response.status !== status) throw new Error(`${method} ${path}: ${response.status} ${text}`)
     return (text === '' ? undefined : JSON.parse(text)) as T
   }
 }
+
+const closedUnder = (error: unknown): boolean =>
+  error instanceof TypeError && typeof error.cause === 'object' && error.cause !== null && 'code' in error.cause && error.cause.code === 'UND_ERR_SOCKET'
 
 export interface Created {
   readonly id: string
