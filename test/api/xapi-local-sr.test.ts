@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto'
 import type { XoRecord } from '../../src/driver/types.js'
 import { BLOCK_SIZE } from '../../src/formats/blocks.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
+import type { XvaDescription } from '../../src/formats/xva/description.js'
+import { encodeXva } from '../../src/formats/xva/xva-writer.js'
 import { collect, rawOf, testDisk, type TestDisk } from '../helpers/disks.js'
 import type { TestScope } from '../helpers/lab.js'
 import { startServer, type TestServer } from '../helpers/server.js'
@@ -13,6 +15,8 @@ const SIZE = 3 * BLOCK_SIZE
 interface Setup {
   readonly xapi: RunningSimulator
   readonly server: TestServer
+  /** the pool's id */
+  readonly pool: string
   /** a user SR local to a member, not to the master */
   readonly sr: string
 }
@@ -29,7 +33,7 @@ async function setup(t: TestScope): Promise<Setup> {
   const local = srs.find((sr) => sr.content_type === 'user' && !sr.shared && sr.$container !== pool?.master)
   const member = hosts.find((host) => host.id === local?.$container)?.address
   if (pool === undefined || local === undefined || member === undefined || member === new URL(xapi.url).hostname) throw new Error('the demo lab has a user SR local to a member, which answers on an address of its own')
-  return { xapi, server, sr: local.id }
+  return { xapi, server, pool: pool.id, sr: local.id }
 }
 
 const vhdOf = async (disk: TestDisk): Promise<Buffer> => collect(encodeVhdStream(planVhdStream({ size: disk.size, allocated: disk.allocated, uuid: randomUUID() }), disk.blocks()))
@@ -66,4 +70,45 @@ t.test('a VDI on a member’s local SR: imported, uploaded raw and VHD through t
   t.equal((await server.request(`/rest/v0/vdis/${vdi}.vhd`, { method: 'PUT', body: await vhdOf(third) })).status, 204, 'a VHD upload')
   t.ok((await raw(server, `/rest/v0/vdis/${vdi}.raw`)).equals(rawOf(third)), 'reads back through Keel')
   t.ok((await exported(xapi, vdi)).equals(rawOf(third)), 'and through the simulator’s own export')
+})
+
+const MiB = 1024 * 1024
+
+/** A VM of `disks` as an XVA, from the repository's encoder. */
+async function xvaOf(disks: readonly TestDisk[]): Promise<{ xva: Buffer; description: XvaDescription }> {
+  const description: XvaDescription = {
+    vm: { uuid: randomUUID(), name_label: 'onto a member', name_description: '', memory_static_max: 256 * MiB, memory_dynamic_max: 256 * MiB, memory_dynamic_min: 256 * MiB, memory_static_min: 256 * MiB, VCPUs_max: 1, VCPUs_at_startup: 1, is_a_template: false, tags: [], other_config: {} },
+    disks: disks.map((disk, i) => ({ uuid: randomUUID(), name_label: `disk ${i}`, name_description: '', virtual_size: disk.size, device: `xvd${String.fromCharCode(97 + i)}`, userdevice: String(i), bootable: i === 0, mode: 'RW' })),
+    vifs: [],
+  }
+  const xva = await collect(encodeXva(description, disks.map((disk) => ({ size: disk.size, allocated: disk.allocated, blocks: disk.blocks() }))))
+  return { xva, description }
+}
+
+/** The VM's disks (VBD order), each with its SR. */
+async function vmDisks(server: TestServer, vm: string): Promise<Array<{ id: string; $SR: string; name_label: string }>> {
+  const { $VBDs } = (await server.json<{ $VBDs: string[] }>(`/rest/v0/vms/${vm}`)).body
+  const disks = []
+  for (const vbd of $VBDs) {
+    const { VDI } = (await server.json<{ VDI?: string }>(`/rest/v0/vbds/${vbd}?fields=VDI`)).body
+    if (VDI !== undefined) disks.push((await server.json<{ id: string; $SR: string; name_label: string }>(`/rest/v0/vdis/${VDI}?fields=id,$SR,name_label`)).body)
+  }
+  return disks.sort((a, b) => a.name_label.localeCompare(b.name_label))
+}
+
+t.test('a VM imported onto a member’s local SR through the XAPI driver: 201, its disks on that SR, read back byte for byte', async (t) => {
+  const { server, pool, sr } = await setup(t)
+  const disks = [testDisk(SIZE, [0, 2], 4), testDisk(2 * BLOCK_SIZE, [1], 5)]
+  const { xva } = await xvaOf(disks)
+  const imported = await server.json<{ id: string }>(`/rest/v0/pools/${pool}/vms?sr=${sr}`, { method: 'POST', body: xva })
+  t.equal(imported.status, 201, JSON.stringify(imported.body))
+  t.equal(imported.response.headers.get('location'), `/rest/v0/vms/${imported.body.id}`)
+  const vm = (await server.json<XoRecord>(`/rest/v0/vms/${imported.body.id}?fields=name_label,power_state`)).body
+  t.match(vm, { name_label: 'onto a member', power_state: 'Halted' })
+  const copies = await vmDisks(server, imported.body.id)
+  t.equal(copies.length, 2, 'both disks')
+  for (const [i, copy] of copies.entries()) {
+    t.equal(copy.$SR, sr, `disk ${i} is on the member’s SR`)
+    t.ok((await raw(server, `/rest/v0/vdis/${copy.id}.raw`)).equals(rawOf(disks[i] as TestDisk)), `disk ${i} reads back`)
+  }
 })
