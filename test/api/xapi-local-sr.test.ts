@@ -1,5 +1,8 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
+import { readdirSync } from 'node:fs'
+import { request } from 'node:http'
+import { join } from 'node:path'
 import type { XoRecord } from '../../src/driver/types.js'
 import { BLOCK_SIZE } from '../../src/formats/blocks.js'
 import { encodeVhdStream, planVhdStream } from '../../src/formats/vhd/stream-encoder.js'
@@ -7,7 +10,8 @@ import type { XvaDescription } from '../../src/formats/xva/description.js'
 import { encodeXva } from '../../src/formats/xva/xva-writer.js'
 import { collect, rawOf, testDisk, type TestDisk } from '../helpers/disks.js'
 import type { TestScope } from '../helpers/lab.js'
-import { startServer, type TestServer } from '../helpers/server.js'
+import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, startServer, type TestServer } from '../helpers/server.js'
+import { followTasks } from '../helpers/tasks.js'
 import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 const SIZE = 3 * BLOCK_SIZE
@@ -19,6 +23,8 @@ interface Setup {
   readonly pool: string
   /** a user SR local to a member, not to the master */
   readonly sr: string
+  /** the address that member answers on */
+  readonly member: string
 }
 
 /** A simulator whose hosts answer on 127.0.0.x, and a Keel server on the XAPI driver connected to its master. */
@@ -33,7 +39,7 @@ async function setup(t: TestScope): Promise<Setup> {
   const local = srs.find((sr) => sr.content_type === 'user' && !sr.shared && sr.$container !== pool?.master)
   const member = hosts.find((host) => host.id === local?.$container)?.address
   if (pool === undefined || local === undefined || member === undefined || member === new URL(xapi.url).hostname) throw new Error('the demo lab has a user SR local to a member, which answers on an address of its own')
-  return { xapi, server, pool: pool.id, sr: local.id }
+  return { xapi, server, pool: pool.id, sr: local.id, member }
 }
 
 const vhdOf = async (disk: TestDisk): Promise<Buffer> => collect(encodeVhdStream(planVhdStream({ size: disk.size, allocated: disk.allocated, uuid: randomUUID() }), disk.blocks()))
@@ -111,4 +117,64 @@ t.test('a VM imported onto a member’s local SR through the XAPI driver: 201, i
     t.equal(copy.$SR, sr, `disk ${i} is on the member’s SR`)
     t.ok((await raw(server, `/rest/v0/vdis/${copy.id}.raw`)).equals(rawOf(disks[i] as TestDisk)), `disk ${i} reads back`)
   }
+})
+
+/** What an import could leave behind: the pool's VMs, VDIs and tasks (asked of the simulator itself), Keel's VMs and VDIs, the SR's files. */
+async function footprint({ xapi, server, sr }: Setup): Promise<Record<string, unknown>> {
+  const session = await xapi.login()
+  const refs = async (cls: string): Promise<string[]> => (await xapi.call<string[]>(`${cls}.get_all`, [session])).sort()
+  const ids = async (collection: string): Promise<string[]> => (await server.json<Array<{ id: string }>>(`/rest/v0/${collection}?fields=id`)).body.map(({ id }) => id).sort()
+  const tasks = (await xapi.call<Record<string, { name_label: string }>>('task.get_all_records', [session])) ?? {}
+  return {
+    poolVms: await refs('VM'),
+    poolVdis: await refs('VDI'),
+    poolTasks: Object.values(tasks).map((task) => task.name_label).filter((name) => name.startsWith('Keel')),
+    vms: await ids('vms'),
+    vdis: await ids('vdis'),
+    files: readdirSync(join(xapi.dataDir, 'srs', sr)).sort(),
+  }
+}
+
+/** Keel's VM import tasks, their status and error code. */
+async function importTasks(server: TestServer): Promise<Array<{ status: string; code: unknown }>> {
+  const tasks = (await server.json<Array<{ properties: { name?: string }; status: string; result?: { code?: unknown } }>>('/rest/v0/tasks?fields=properties,status,result')).body
+  return tasks.filter((task) => task.properties.name === 'REST API: import VM (xva)').map((task) => ({ status: task.status, code: task.result?.code }))
+}
+
+t.test('the member stopped: the import refused as the reference refuses it, nothing made on the pool, Keel’s task failed', async (t) => {
+  const setupDone = await setup(t)
+  const { xapi, server, pool, sr, member } = setupDone
+  const { xva } = await xvaOf([testDisk(SIZE, [0, 2], 6)])
+  const before = await footprint(setupDone)
+  t.ok((before['files'] as string[]).length > 0, 'the SR holds disks before')
+  const stopped = await fetch(`${xapi.url}/simulator/faults`, { method: 'POST', headers: { authorization: basic('root', PASSWORD) }, body: JSON.stringify({ stop_member: member }) })
+  t.equal(stopped.status, 200)
+
+  const refused = await server.json<{ error: string; code: string; data: { requestId: string } }>(`/rest/v0/pools/${pool}/vms?sr=${sr}`, { method: 'POST', body: xva })
+  t.equal(refused.status, 500, 'a host no one reaches: the reference’s 500')
+  t.match(refused.body, { error: 'internal server error', code: 'INTERNAL_ERROR', data: { requestId: String } })
+  t.same(await footprint(setupDone), before, 'no VM, no VDI, no file, no task left on the pool; nothing new in Keel')
+  t.same(await importTasks(server), [{ status: 'failure', code: 'INTERNAL_ERROR' }], 'Keel’s task failed')
+})
+
+t.test('a VM import onto a member’s local SR cut by its client mid-body: nothing made', async (t) => {
+  const setupDone = await setup(t)
+  const { server, pool, sr } = setupDone
+  const { xva } = await xvaOf([testDisk(SIZE, [0, 1, 2], 7)])
+  const before = await footprint(setupDone)
+  const tasks = await followTasks(server)
+  t.teardown(() => tasks.close())
+  const cut = new Promise<void>((resolve, reject) => {
+    const req = request(`${server.url}/rest/v0/pools/${pool}/vms?sr=${sr}`, { method: 'POST', headers: { authorization: basic(ADMIN_EMAIL, ADMIN_PASSWORD), 'content-length': xva.length } })
+    req.on('response', (res) => {
+      res.resume()
+      reject(new Error(`answered ${res.statusCode ?? 0} to a body that never came whole`))
+    })
+    req.on('error', () => resolve())
+    req.write(xva.subarray(0, Math.floor(xva.length / 2)), () => req.destroy(new Error('the client went away')))
+  })
+  await cut
+  await tasks.ended(1)
+  t.same(await footprint(setupDone), before, 'no VM, no VDI, no file, no task left on the pool; nothing new in Keel')
+  t.same(await importTasks(server), [{ status: 'failure', code: 'INVALID_DISK_STREAM' }], 'Keel’s task failed')
 })
