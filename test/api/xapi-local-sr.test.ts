@@ -1,7 +1,8 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { readdirSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { XoRecord } from '../../src/driver/types.js'
 import { BLOCK_SIZE } from '../../src/formats/blocks.js'
@@ -25,21 +26,29 @@ interface Setup {
   readonly sr: string
   /** the address that member answers on */
   readonly member: string
+  /** a shared user SR, served by the master */
+  readonly shared: string
+  /** where the driver spools uploads: empty once each transfer ends */
+  readonly spoolDir: string
 }
 
 /** A simulator whose hosts answer on 127.0.0.x, and a Keel server on the XAPI driver connected to its master. */
 async function setup(t: TestScope): Promise<Setup> {
   const xapi = await startSimulator(t)
+  const spoolDir = mkdtempSync(join(tmpdir(), 'keel-spool-'))
+  t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }))
   const pools = [{ host: xapi.url, username: 'root', password: PASSWORD, allowUnauthorized: false, readOnly: false }]
-  const server = await startServer({ config: { driver: { kind: 'xapi' } }, app: { xapi: { allowHttp: true, graceDelay: 0, index: { pollTimeout: 30, retryDelay: 20 }, pools } } })
+  const server = await startServer({ config: { driver: { kind: 'xapi' } }, app: { xapi: { allowHttp: true, graceDelay: 0, index: { pollTimeout: 30, retryDelay: 20 }, pools, tempDir: spoolDir } } })
   t.teardown(() => server.close())
   const [pool] = (await server.json<{ id: string; master: string }[]>('/rest/v0/pools?fields=id,master')).body
   const hosts = (await server.json<{ id: string; address: string }[]>('/rest/v0/hosts?fields=id,address')).body
   const srs = (await server.json<{ id: string; content_type: string; shared: boolean; $container: string }[]>('/rest/v0/srs?fields=id,content_type,shared,$container')).body
   const local = srs.find((sr) => sr.content_type === 'user' && !sr.shared && sr.$container !== pool?.master)
   const member = hosts.find((host) => host.id === local?.$container)?.address
+  const shared = srs.find((sr) => sr.content_type === 'user' && sr.shared)
   if (pool === undefined || local === undefined || member === undefined || member === new URL(xapi.url).hostname) throw new Error('the demo lab has a user SR local to a member, which answers on an address of its own')
-  return { xapi, server, pool: pool.id, sr: local.id, member }
+  if (shared === undefined) throw new Error('the demo lab has a shared user SR')
+  return { xapi, server, pool: pool.id, sr: local.id, member, shared: shared.id, spoolDir }
 }
 
 const vhdOf = async (disk: TestDisk): Promise<Buffer> => collect(encodeVhdStream(planVhdStream({ size: disk.size, allocated: disk.allocated, uuid: randomUUID() }), disk.blocks()))
@@ -103,7 +112,7 @@ async function vmDisks(server: TestServer, vm: string): Promise<Array<{ id: stri
 }
 
 t.test('a VM imported onto a member’s local SR through the XAPI driver: 201, its disks on that SR, read back byte for byte', async (t) => {
-  const { server, pool, sr } = await setup(t)
+  const { server, pool, sr, spoolDir } = await setup(t)
   const disks = [testDisk(SIZE, [0, 2], 4), testDisk(2 * BLOCK_SIZE, [1], 5)]
   const { xva } = await xvaOf(disks)
   const imported = await server.json<{ id: string }>(`/rest/v0/pools/${pool}/vms?sr=${sr}`, { method: 'POST', body: xva })
@@ -117,14 +126,15 @@ t.test('a VM imported onto a member’s local SR through the XAPI driver: 201, i
     t.equal(copy.$SR, sr, `disk ${i} is on the member’s SR`)
     t.ok((await raw(server, `/rest/v0/vdis/${copy.id}.raw`)).equals(rawOf(disks[i] as TestDisk)), `disk ${i} reads back`)
   }
+  t.same(readdirSync(spoolDir), [], 'the spools and the XVA written for the upload are gone')
 })
 
-/** What an import could leave behind: the pool's VMs, VDIs and tasks (asked of the simulator itself), Keel's VMs and VDIs, the SR's files. */
-async function footprint({ xapi, server, sr }: Setup): Promise<Record<string, unknown>> {
+/** What an import could leave behind: the pool's VMs, VDIs and tasks (asked of the simulator itself), Keel's VMs and VDIs, the SR's files, the driver's spools. */
+async function footprint({ xapi, server, sr, spoolDir }: Setup): Promise<Record<string, unknown>> {
   const session = await xapi.login()
   const refs = async (cls: string): Promise<string[]> => (await xapi.call<string[]>(`${cls}.get_all`, [session])).sort()
   const ids = async (collection: string): Promise<string[]> => (await server.json<Array<{ id: string }>>(`/rest/v0/${collection}?fields=id`)).body.map(({ id }) => id).sort()
-  const tasks = (await xapi.call<Record<string, { name_label: string }>>('task.get_all_records', [session])) ?? {}
+  const tasks = await xapi.call<Record<string, { name_label: string }>>('task.get_all_records', [session])
   return {
     poolVms: await refs('VM'),
     poolVdis: await refs('VDI'),
@@ -132,6 +142,7 @@ async function footprint({ xapi, server, sr }: Setup): Promise<Record<string, un
     vms: await ids('vms'),
     vdis: await ids('vdis'),
     files: readdirSync(join(xapi.dataDir, 'srs', sr)).sort(),
+    spooled: readdirSync(spoolDir),
   }
 }
 
@@ -143,7 +154,7 @@ async function importTasks(server: TestServer): Promise<Array<{ status: string; 
 
 t.test('the member stopped: the import refused as the reference refuses it, nothing made on the pool, Keel’s task failed', async (t) => {
   const setupDone = await setup(t)
-  const { xapi, server, pool, sr, member } = setupDone
+  const { xapi, server, pool, sr, member, shared } = setupDone
   const { xva } = await xvaOf([testDisk(SIZE, [0, 2], 6)])
   const before = await footprint(setupDone)
   t.ok((before['files'] as string[]).length > 0, 'the SR holds disks before')
@@ -155,6 +166,9 @@ t.test('the member stopped: the import refused as the reference refuses it, noth
   t.match(refused.body, { error: 'internal server error', code: 'INTERNAL_ERROR', data: { requestId: String } })
   t.same(await footprint(setupDone), before, 'no VM, no VDI, no file, no task left on the pool; nothing new in Keel')
   t.same(await importTasks(server), [{ status: 'failure', code: 'INTERNAL_ERROR' }], 'Keel’s task failed')
+
+  const elsewhere = await server.json<{ id: string }>(`/rest/v0/pools/${pool}/vms?sr=${shared}`, { method: 'POST', body: xva })
+  t.equal(elsewhere.status, 201, 'the same archive onto a shared SR: the master answers, only the stopped member’s SR is out of reach')
 })
 
 t.test('a VM import onto a member’s local SR cut by its client mid-body: nothing made', async (t) => {
