@@ -16,6 +16,7 @@ import { followTasks } from '../helpers/tasks.js'
 import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 const SIZE = 3 * BLOCK_SIZE
+const MiB = 1024 * 1024
 
 interface Setup {
   readonly xapi: RunningSimulator
@@ -87,17 +88,14 @@ t.test('a VDI on a member’s local SR: imported, uploaded raw and VHD through t
   t.ok((await exported(xapi, vdi)).equals(rawOf(third)), 'and through the simulator’s own export')
 })
 
-const MiB = 1024 * 1024
-
 /** A VM of `disks` as an XVA, from the repository's encoder. */
-async function xvaOf(disks: readonly TestDisk[]): Promise<{ xva: Buffer; description: XvaDescription }> {
+async function xvaOf(disks: readonly TestDisk[]): Promise<Buffer> {
   const description: XvaDescription = {
     vm: { uuid: randomUUID(), name_label: 'onto a member', name_description: '', memory_static_max: 256 * MiB, memory_dynamic_max: 256 * MiB, memory_dynamic_min: 256 * MiB, memory_static_min: 256 * MiB, VCPUs_max: 1, VCPUs_at_startup: 1, is_a_template: false, tags: [], other_config: {} },
     disks: disks.map((disk, i) => ({ uuid: randomUUID(), name_label: `disk ${i}`, name_description: '', virtual_size: disk.size, device: `xvd${String.fromCharCode(97 + i)}`, userdevice: String(i), bootable: i === 0, mode: 'RW' })),
     vifs: [],
   }
-  const xva = await collect(encodeXva(description, disks.map((disk) => ({ size: disk.size, allocated: disk.allocated, blocks: disk.blocks() }))))
-  return { xva, description }
+  return collect(encodeXva(description, disks.map((disk) => ({ size: disk.size, allocated: disk.allocated, blocks: disk.blocks() }))))
 }
 
 /** The VM's disks (VBD order), each with its SR. */
@@ -110,24 +108,6 @@ async function vmDisks(server: TestServer, vm: string): Promise<Array<{ id: stri
   }
   return disks.sort((a, b) => a.name_label.localeCompare(b.name_label))
 }
-
-t.test('a VM imported onto a member’s local SR through the XAPI driver: 201, its disks on that SR, read back byte for byte', async (t) => {
-  const { server, pool, sr, spoolDir } = await setup(t)
-  const disks = [testDisk(SIZE, [0, 2], 4), testDisk(2 * BLOCK_SIZE, [1], 5)]
-  const { xva } = await xvaOf(disks)
-  const imported = await server.json<{ id: string }>(`/rest/v0/pools/${pool}/vms?sr=${sr}`, { method: 'POST', body: xva })
-  t.equal(imported.status, 201, JSON.stringify(imported.body))
-  t.equal(imported.response.headers.get('location'), `/rest/v0/vms/${imported.body.id}`)
-  const vm = (await server.json<XoRecord>(`/rest/v0/vms/${imported.body.id}?fields=name_label,power_state`)).body
-  t.match(vm, { name_label: 'onto a member', power_state: 'Halted' })
-  const copies = await vmDisks(server, imported.body.id)
-  t.equal(copies.length, 2, 'both disks')
-  for (const [i, copy] of copies.entries()) {
-    t.equal(copy.$SR, sr, `disk ${i} is on the member’s SR`)
-    t.ok((await raw(server, `/rest/v0/vdis/${copy.id}.raw`)).equals(rawOf(disks[i] as TestDisk)), `disk ${i} reads back`)
-  }
-  t.same(readdirSync(spoolDir), [], 'the spools and the XVA written for the upload are gone')
-})
 
 /** What an import could leave behind: the pool's VMs, VDIs and tasks (asked of the simulator itself), Keel's VMs and VDIs, the SR's files, the driver's spools. */
 async function footprint({ xapi, server, sr, spoolDir }: Setup): Promise<Record<string, unknown>> {
@@ -152,11 +132,31 @@ async function importTasks(server: TestServer): Promise<Array<{ status: string; 
   return tasks.filter((task) => task.properties.name === 'REST API: import VM (xva)').map((task) => ({ status: task.status, code: task.result?.code }))
 }
 
+t.test('a VM imported onto a member’s local SR through the XAPI driver: 201, its disks on that SR, read back byte for byte', async (t) => {
+  const env = await setup(t)
+  const { server, pool, sr } = env
+  const disks = [testDisk(SIZE, [0, 2], 4), testDisk(2 * BLOCK_SIZE, [1], 5)]
+  const xva = await xvaOf(disks)
+  const imported = await server.json<{ id: string }>(`/rest/v0/pools/${pool}/vms?sr=${sr}`, { method: 'POST', body: xva })
+  t.equal(imported.status, 201, JSON.stringify(imported.body))
+  t.equal(imported.response.headers.get('location'), `/rest/v0/vms/${imported.body.id}`)
+  const vm = (await server.json<XoRecord>(`/rest/v0/vms/${imported.body.id}?fields=name_label,power_state`)).body
+  t.match(vm, { name_label: 'onto a member', power_state: 'Halted' })
+  const copies = await vmDisks(server, imported.body.id)
+  t.equal(copies.length, 2, 'both disks')
+  for (const [i, copy] of copies.entries()) {
+    t.equal(copy.$SR, sr, `disk ${i} is on the member’s SR`)
+    t.ok((await raw(server, `/rest/v0/vdis/${copy.id}.raw`)).equals(rawOf(disks[i] as TestDisk)), `disk ${i} reads back`)
+  }
+  t.match(await footprint(env), { poolTasks: [], spooled: [] }, 'no XAPI task left, the spools and the XVA written for the upload gone')
+  t.same(await importTasks(server), [{ status: 'success', code: undefined }], 'Keel’s task succeeded')
+})
+
 t.test('the member stopped: the import refused as the reference refuses it, nothing made on the pool, Keel’s task failed', async (t) => {
-  const setupDone = await setup(t)
-  const { xapi, server, pool, sr, member, shared } = setupDone
-  const { xva } = await xvaOf([testDisk(SIZE, [0, 2], 6)])
-  const before = await footprint(setupDone)
+  const env = await setup(t)
+  const { xapi, server, pool, sr, member, shared } = env
+  const xva = await xvaOf([testDisk(SIZE, [0, 2], 6)])
+  const before = await footprint(env)
   t.ok((before['files'] as string[]).length > 0, 'the SR holds disks before')
   const stopped = await fetch(`${xapi.url}/simulator/faults`, { method: 'POST', headers: { authorization: basic('root', PASSWORD) }, body: JSON.stringify({ stop_member: member }) })
   t.equal(stopped.status, 200)
@@ -164,7 +164,7 @@ t.test('the member stopped: the import refused as the reference refuses it, noth
   const refused = await server.json<{ error: string; code: string; data: { requestId: string } }>(`/rest/v0/pools/${pool}/vms?sr=${sr}`, { method: 'POST', body: xva })
   t.equal(refused.status, 500, 'a host no one reaches: the reference’s 500')
   t.match(refused.body, { error: 'internal server error', code: 'INTERNAL_ERROR', data: { requestId: String } })
-  t.same(await footprint(setupDone), before, 'no VM, no VDI, no file, no task left on the pool; nothing new in Keel')
+  t.same(await footprint(env), before, 'no VM, no VDI, no file, no task left on the pool; nothing new in Keel')
   t.same(await importTasks(server), [{ status: 'failure', code: 'INTERNAL_ERROR' }], 'Keel’s task failed')
 
   const elsewhere = await server.json<{ id: string }>(`/rest/v0/pools/${pool}/vms?sr=${shared}`, { method: 'POST', body: xva })
@@ -172,10 +172,10 @@ t.test('the member stopped: the import refused as the reference refuses it, noth
 })
 
 t.test('a VM import onto a member’s local SR cut by its client mid-body: nothing made', async (t) => {
-  const setupDone = await setup(t)
-  const { server, pool, sr } = setupDone
-  const { xva } = await xvaOf([testDisk(SIZE, [0, 1, 2], 7)])
-  const before = await footprint(setupDone)
+  const env = await setup(t)
+  const { server, pool, sr } = env
+  const xva = await xvaOf([testDisk(SIZE, [0, 1, 2], 7)])
+  const before = await footprint(env)
   const tasks = await followTasks(server)
   t.teardown(() => tasks.close())
   const cut = new Promise<void>((resolve, reject) => {
@@ -189,6 +189,6 @@ t.test('a VM import onto a member’s local SR cut by its client mid-body: nothi
   })
   await cut
   await tasks.ended(1)
-  t.same(await footprint(setupDone), before, 'no VM, no VDI, no file, no task left on the pool; nothing new in Keel')
+  t.same(await footprint(env), before, 'no VM, no VDI, no file, no task left on the pool; nothing new in Keel')
   t.same(await importTasks(server), [{ status: 'failure', code: 'INVALID_DISK_STREAM' }], 'Keel’s task failed')
 })
