@@ -31,6 +31,8 @@ export interface XapiDriverOptions {
   readonly log?: Logger
   /** ms since the epoch: where the statistics' window ends (the hosts' RRDs are asked from then back) */
   readonly clock?: () => number
+  /** where uploads wait until their exact length is known (XapiDisksOptions.tempDir) */
+  readonly tempDir?: string
 }
 
 interface Pool {
@@ -69,7 +71,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
     this.#options = options
     this.#waits = new IndexWaits((id) => this.#byId.get(id), options.indexWait ?? DEFAULT_INDEX_WAIT)
     this.#operations = new XapiOperations(this, this)
-    this.disks = new XapiDisks(this, this)
+    this.disks = new XapiDisks(this, this, options.tempDir === undefined ? {} : { tempDir: options.tempDir })
     this.stats = new XapiRrdStats(this, (id) => this.#byId.get(id), options.clock)
   }
 
