@@ -17,9 +17,11 @@ import { audienceOf, SharedDashboards, type Audience } from './shared-dashboards
  * GET /rest/v0/dashboard: the reference's site-wide summary (XO's
  * XoaService.getDashboard) over everything the caller may read: counts and
  * states of pools, hosts and VMs, storage use, missing updates and backups.
- * Computed at most once a second for each audience, and again after any
- * change of what it counts (at 10,000 VMs one took 260 to 520 ms on a loaded
- * machine, and 50 clients polling it got 2 answers a second).
+ * Shared by the callers of an audience: the counts and sizes from the
+ * driver's records are kept until one of those records changes (at 10,000 VMs
+ * they took 260 to 520 ms on a loaded machine, and 50 clients polling got 2
+ * answers a second); missing updates and backups, which also follow the hosts'
+ * updates, repository folders and the time, are read at most once a second.
  */
 
 export interface SiteDashboardDeps {
@@ -34,8 +36,10 @@ export interface SiteDashboardDeps {
 
 /** The resources a caller's read privileges are judged on. */
 const RESOURCES = ['pool', 'host', 'vm', 'sr', 'backup-job', 'schedule', 'backup-log', 'backup-archive', 'backup-repository']
-/** The types of the records the dashboard reads (the VDIs and VBDs tell which SR space replicas hold). */
-const TYPES = ['pool', 'host', 'VM', 'SR', 'VDI', 'VDI-snapshot', 'VDI-unmanaged', 'VBD', 'backup', 'schedule', 'backup-log', 'xo-vm-backup', 'backup-repository']
+/** The types of the driver's records the dashboard reads (the VDIs and VBDs tell which SR space replicas hold). */
+const INVENTORY_TYPES = ['pool', 'host', 'VM', 'SR', 'VDI', 'VDI-snapshot', 'VDI-unmanaged', 'VBD']
+/** With the backups' records. */
+const TYPES = [...INVENTORY_TYPES, 'backup', 'schedule', 'backup-log', 'xo-vm-backup', 'backup-repository']
 
 const count = Type.Integer({ minimum: 0 })
 const Empty = Type.Object({ isEmpty: Type.Literal(true) })
@@ -198,22 +202,36 @@ async function backupSections(backups: NonNullable<SiteDashboardDeps['backups']>
   }
 }
 
-async function siteDashboard(deps: SiteDashboardDeps, audience: Audience) {
-  const { driver } = deps
+/** The sections that follow the driver's records alone: kept until one of them changes. */
+function inventory(driver: SiteDashboardDeps['driver'], audience: Audience) {
   const pools = [...readable(audience, 'pool', driver.objectsOfType('pool'))]
   const hosts = [...readable(audience, 'host', driver.objectsOfType('host'))]
   const vms = [...readable(audience, 'vm', driver.objectsOfType('VM'))]
   const srs = [...readable(audience, 'sr', driver.objectsOfType('SR'))].filter(isWritable)
   return {
-    nPools: pools.length,
-    nHosts: hosts.length,
-    hostsStatus: hostsStatus(hosts),
-    resourcesOverview: resourcesOverview(pools, hosts, srs),
-    vmsStatus: vmsStatus(vms),
-    storageRepositories: storageRepositories(driver, srs),
-    poolsStatus: { connected: pools.length, disconnected: 0, unreachable: 0, unknown: 0, total: pools.length },
-    missingPatches: await missingPatches(deps.facts, pools, hosts),
-    ...(deps.backups === undefined ? {} : await backupSections(deps.backups, audience, vms, deps.clock())),
+    pools,
+    hosts,
+    sections: {
+      nPools: pools.length,
+      nHosts: hosts.length,
+      hostsStatus: hostsStatus(hosts),
+      resourcesOverview: resourcesOverview(pools, hosts, srs),
+      vmsStatus: vmsStatus(vms),
+      storageRepositories: storageRepositories(driver, srs),
+      poolsStatus: { connected: pools.length, disconnected: 0, unreachable: 0, unknown: 0, total: pools.length },
+    },
+  }
+}
+
+type Inventory = ReturnType<typeof inventory>
+
+/** The inventory's sections, then those that also follow the hosts' updates, the backups and the time. */
+async function siteDashboard(deps: SiteDashboardDeps, audience: Audience, known: Inventory) {
+  const vms = (): XoRecord[] => [...readable(audience, 'vm', deps.driver.objectsOfType('VM'))]
+  return {
+    ...known.sections,
+    missingPatches: await missingPatches(deps.facts, known.pools, known.hosts),
+    ...(deps.backups === undefined ? {} : await backupSections(deps.backups, audience, vms(), deps.clock())),
   }
 }
 
@@ -223,8 +241,8 @@ interface Bodies {
   readonly ndjson: Buffer
 }
 
-async function bodies(deps: SiteDashboardDeps, audience: Audience): Promise<Bodies> {
-  const dashboard = await siteDashboard(deps, audience)
+async function bodies(deps: SiteDashboardDeps, audience: Audience, known: Inventory): Promise<Bodies> {
+  const dashboard = await siteDashboard(deps, audience, known)
   return {
     json: Buffer.from(JSON.stringify(dashboard)),
     ndjson: Buffer.from(Object.entries(dashboard).map(([section, value]) => JSON.stringify({ [section]: value }) + '\n').join('')),
@@ -233,9 +251,13 @@ async function bodies(deps: SiteDashboardDeps, audience: Audience): Promise<Bodi
 
 export function siteDashboardRoutes(deps: SiteDashboardDeps): RouteDef[] {
   const visibilities = new Visibilities()
+  const inventories = new SharedDashboards<Inventory>(
+    () => deps.versions.of(INVENTORY_TYPES),
+    async (audience) => inventory(deps.driver, audience),
+  )
   const shared = new SharedDashboards<Bodies>(
     () => `${deps.versions.of(TYPES)}@${Math.floor(deps.clock() / 1000)}`,
-    (audience) => bodies(deps, audience),
+    async (audience) => bodies(deps, audience, await inventories.of(audience)),
   )
   return [
     defineRoute({
