@@ -227,12 +227,10 @@ type Inventory = ReturnType<typeof inventory>
 
 /** The inventory's sections, then those that also follow the hosts' updates, the backups and the time. */
 async function siteDashboard(deps: SiteDashboardDeps, audience: Audience, known: Inventory) {
-  const vms = (): XoRecord[] => [...readable(audience, 'vm', deps.driver.objectsOfType('VM'))]
-  return {
-    ...known.sections,
-    missingPatches: await missingPatches(deps.facts, known.pools, known.hosts),
-    ...(deps.backups === undefined ? {} : await backupSections(deps.backups, audience, vms(), deps.clock())),
-  }
+  const sections = { ...known.sections, missingPatches: await missingPatches(deps.facts, known.pools, known.hosts) }
+  if (deps.backups === undefined) return sections
+  const vms = [...readable(audience, 'vm', deps.driver.objectsOfType('VM'))]
+  return { ...sections, ...(await backupSections(deps.backups, audience, vms, deps.clock())) }
 }
 
 interface Bodies {

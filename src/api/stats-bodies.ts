@@ -19,7 +19,11 @@ export function statsBody(stats: XapiStats): Buffer {
   return body
 }
 
-/** The pieces of `{"<host id>": <stats or error>, ...}`, in the hosts' order: the same bytes as the object serialized whole. */
+/**
+ * The pieces of `{"<host id>": <stats or error>, ...}` in the hosts' order:
+ * the bytes of the object serialized whole, since host ids (uuids) are never
+ * the integer-like keys JSON.stringify would put first.
+ */
 export function* objectPieces(entries: Iterable<readonly [key: string, body: Buffer]>): Generator<string | Buffer> {
   let separator = '{'
   for (const [key, body] of entries) {
