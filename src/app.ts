@@ -298,7 +298,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...dashboardRoutes({ driver, members: poolMembers, clock }),
     ...subCollectionRoutes({ sourceNamed: (name) => sources.find((source) => source.name === name), look: lookups(driver, tasks), cache }),
     ...serviceRoutes({ clock }),
-    ...siteDashboardRoutes({ driver, facts: hostFacts, clock, ...withBackups }),
+    ...siteDashboardRoutes({ driver, facts: hostFacts, clock, versions, ...withBackups }),
     ...vmDashboardRoutes({ driver, vms: sourceNamed('vms'), ...withBackups }),
     ...hostExtraRoutes({ facts: hostFacts, driver, hosts: sourceNamed('hosts'), pools: sourceNamed('pools'), clock }),
     ...statsRoutes({

@@ -1,11 +1,12 @@
 import { Type } from '@sinclair/typebox'
-import type { Driver, StatsGranularity, StatsReader, XapiStats, XoRecord } from '../driver/types.js'
+import type { Driver, StatsGranularity, StatsReader, XoRecord } from '../driver/types.js'
 import { isKeelError } from '../errors.js'
-import { sendJson, sendNoContent } from '../http/reply.js'
+import { JSON_TYPE, sendJsonBytes, sendNoContent, streamChunks } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
 import { BodyErrorResponses, ErrorResponses } from '../http/schemas.js'
 import { BASE } from './paths.js'
 import type { CollectionSource } from './sources.js'
+import { objectPieces, statsBody } from './stats-bodies.js'
 import { resolveTarget } from './target.js'
 
 export interface StatsDeps {
@@ -41,16 +42,20 @@ const ErrorOnly = Type.Object({ error: Type.Object({ code: Type.String(), messag
 
 const granularityOf = (query: { granularity?: StatsGranularity }): StatsGranularity => query.granularity ?? 'seconds'
 
-/** A pool's hosts' statistics by host id; a host that cannot answer gets its error in its place, as xo-server does. */
-async function poolStats(deps: StatsDeps, pool: XoRecord, granularity: StatsGranularity): Promise<Record<string, XapiStats | { error: { code: string; message: string } }>> {
-  const byHost: Record<string, XapiStats | { error: { code: string; message: string } }> = {}
+/**
+ * A pool's hosts' statistics by host id, each host's body as its own route
+ * serializes it; a host that cannot answer gets its error in its place, as
+ * xo-server does.
+ */
+async function poolStats(deps: StatsDeps, pool: XoRecord, granularity: StatsGranularity): Promise<Array<[string, Buffer]>> {
+  const byHost: Array<[string, Buffer]> = []
   for (const host of deps.driver.objectsOfType('host')) {
     if (host['$pool'] !== pool.id) continue
     try {
-      byHost[host.id] = await deps.reader.hostStats(host, granularity)
+      byHost.push([host.id, statsBody(await deps.reader.hostStats(host, granularity))])
     } catch (error) {
       if (!isKeelError(error)) throw error
-      byHost[host.id] = { error: { code: error.code, message: error.message } }
+      byHost.push([host.id, Buffer.from(JSON.stringify({ error: { code: error.code, message: error.message } }))])
     }
   }
   return byHost
@@ -89,7 +94,7 @@ export function statsRoutes(deps: StatsDeps): RouteDef[] {
       responses: { 200: { description: 'The VM\'s series', schema: StatsSchema }, ...BodyErrorResponses },
       handler: async ({ res, params, query, principal }) => {
         const vm = resolveTarget(deps.vms, params.id, principal, 'read')
-        sendJson(res, 200, await reader.vmStats(vm, granularityOf(query)))
+        sendJsonBytes(res, 200, statsBody(await reader.vmStats(vm, granularityOf(query))))
       },
     }),
     defineRoute({
@@ -104,7 +109,7 @@ export function statsRoutes(deps: StatsDeps): RouteDef[] {
       responses: { 200: { description: 'The host\'s series', schema: StatsSchema }, ...BodyErrorResponses },
       handler: async ({ res, params, query, principal }) => {
         const host = resolveTarget(deps.hosts, params.id, principal, 'read')
-        sendJson(res, 200, await reader.hostStats(host, granularityOf(query)))
+        sendJsonBytes(res, 200, statsBody(await reader.hostStats(host, granularityOf(query))))
       },
     }),
     defineRoute({
@@ -122,7 +127,8 @@ export function statsRoutes(deps: StatsDeps): RouteDef[] {
       },
       handler: async ({ res, params, query, principal }) => {
         const pool = resolveTarget(deps.pools, params.id, principal, 'read')
-        sendJson(res, 200, await poolStats(deps, pool, granularityOf(query)))
+        // Megabytes at a few thousand VMs: written as the hosts' bodies come, never joined into one.
+        await streamChunks(res, 200, JSON_TYPE, objectPieces(await poolStats(deps, pool, granularityOf(query))))
       },
     }),
     dataSourceRoute('PUT', true),

@@ -4,7 +4,8 @@ import { KeelError } from '../errors.js'
 import type { Db } from '../store/database.js'
 import { migrateComponent } from '../store/component-migrations.js'
 import { vmDataSources, type VmDevices } from './data-sources.js'
-import { windowAt } from './granularity.js'
+import { advanced, newPoints } from './advance.js'
+import { windowAt, type StatsWindow } from './granularity.js'
 import { hostSeries, vmSeries, type HostShape, type VmShape } from './series.js'
 
 const MIGRATIONS = [
@@ -50,13 +51,17 @@ export function requireRunningForDataSources(vm: XoRecord): void {
 interface Cached {
   readonly record: XoRecord
   readonly version: number
+  readonly window: StatsWindow
   readonly stats: XapiStats
 }
 
 /**
  * The lab's statistics: series made from `driver.usage` at each point
  * (src/stats/series.ts), kept per object and granularity until the window
- * moves on one step or the record changes. The data sources chosen are kept
+ * moves on or the record changes. A window that moved on keeps the points it
+ * had and computes only the new ones: a host's whole series took 18 ms (a
+ * 32-host pool's stats stalled every request for half a second each five
+ * seconds). The data sources chosen are kept
  * in the store, so that a restart records what it recorded before.
  */
 export class UsageStats implements StatsReader {
@@ -107,14 +112,18 @@ export class UsageStats implements StatsReader {
     return chosen
   }
 
-  #cached(record: XoRecord, granularity: StatsGranularity, make: (window: ReturnType<typeof windowAt>) => XapiStats): XapiStats {
+  #cached(record: XoRecord, granularity: StatsGranularity, make: (window: StatsWindow) => XapiStats): XapiStats {
     const window = windowAt(granularity, this.#clock())
-    const key = `${record.id}\0${granularity}\0${window.endTimestamp}`
+    const key = `${record.id}\0${granularity}`
     const version = this.#versions.get(record.id) ?? 0
     const cached = this.#cache.get(key)
-    if (cached !== undefined && cached.record === record && cached.version === version) return cached.stats
-    const stats = make(window)
-    this.#cache.set(key, { record, version, stats })
+    const current = cached !== undefined && cached.record === record && cached.version === version ? cached : undefined
+    if (current?.window.endTimestamp === window.endTimestamp) return current.stats
+    const steps = current === undefined ? 0 : (window.endTimestamp - current.window.endTimestamp) / window.interval
+    const stats =
+      (current !== undefined && steps > 0 && steps < window.times.length ? advanced(current.stats, make(newPoints(window, steps)), steps, window) : undefined) ??
+      make(window)
+    this.#cache.set(key, { record, version, window, stats })
     return stats
   }
 

@@ -73,6 +73,10 @@ t.test('the site dashboard', async (t) => {
     t.match(dashboard['backups'], { jobs: { disabled: 0, failed: 0, noRecentRun: 0, skipped: 0, successful: 1, total: 1 }, issues: [], vmsProtection: { protected: 1, unprotected: 0, notInJob: 11 } })
     const size = (dashboard['backupRepositories'] as { other: { size: Record<string, number> } }).other.size
     t.ok((size['backups'] ?? 0) > 0 && (size['total'] ?? 0) > 0, 'archive bytes and the folder\'s file system')
+    server.clock.advance(8 * 86_400_000)
+    const weekLater = (await server.json<{ backups: Obj }>('/rest/v0/dashboard')).body.backups
+    t.match(weekLater, { jobs: { noRecentRun: 1, successful: 0, total: 1 } }, 'a week on, with nothing changed, the run is no longer recent')
+    server.clock.advance(-8 * 86_400_000)
 
     const vmDashboard = (await server.json<{ backupsInfo: Obj }>(`/rest/v0/vms/${demo.localHaltedVm}/dashboard`)).body
     t.equal(vmDashboard.backupsInfo['vmProtection'], 'protected')
