@@ -5,7 +5,7 @@ import { identity } from './builders.js'
 import { addToList } from './lists.js'
 import { optionalBoolean, optionalInteger, optionalString, optionalStrings, requiredString, type ActionHandler, type Params } from './params.js'
 import type { Frozen, Plan } from './plan.js'
-import { preview, Run } from './run.js'
+import { preview, Run, type Operation } from './run.js'
 
 /**
  * Networks a pool makes: internal (no PIF), VLAN (a tagged PIF on the same
@@ -84,15 +84,41 @@ function physicalPif(plan: Plan, poolId: string, id: string, path: string): Pif 
 const devicePifs = (plan: Plan, poolId: string, device: string): Pif[] =>
   plan.all('PIF').filter((pif) => pif.$pool === poolId && pif.device === device && pif.physical && !pif.isBondSlave && !pif.isBondMaster)
 
-function vlanNetwork(plan: Plan, poolId: string, params: Params): string {
-  const from = physicalPif(plan, poolId, requiredString(params, 'pif'), 'body.pif')
-  const vlan = optionalInteger(params, 'vlan') ?? 0
+/** The PIF a VLAN is made from, checked before anything is made: physical, unbonded, its device not tagged `vlan` yet. */
+function vlanSource(plan: Plan, poolId: string, pifId: string, vlan: number): Pif {
+  const from = physicalPif(plan, poolId, pifId, 'body.pif')
   if (plan.all('PIF').some((pif) => pif.$pool === poolId && pif.device === from.device && pif.vlan === vlan)) {
     throw alreadyExists('PIF', 'vlan', String(vlan))
   }
-  const network = addNetwork(plan, poolId, params, { nbd: optionalBoolean(params, 'nbd') ?? false })
+  return from
+}
+
+/** A PIF tagged `vlan` on the device of `from` on every host, onto `network`. */
+function addVlanPifs(plan: Plan, poolId: string, network: NetworkRecord, from: Pif, vlan: number): void {
   for (const pif of devicePifs(plan, poolId, from.device)) addPif(plan, network, pif, { device: pif.device, vlan, isBondMaster: false })
+}
+
+function vlanNetwork(plan: Plan, poolId: string, params: Params): string {
+  const vlan = optionalInteger(params, 'vlan') ?? 0
+  const from = vlanSource(plan, poolId, requiredString(params, 'pif'), vlan)
+  const network = addNetwork(plan, poolId, params, { nbd: optionalBoolean(params, 'nbd') ?? false })
+  addVlanPifs(plan, poolId, network, from, vlan)
   return network.id
+}
+
+/**
+ * XAPI's pool.create_VLAN_from_PIF on a network that exists (network.create
+ * made it): its VLAN PIFs, with the network's MTU.
+ */
+function vlanOnNetwork(plan: Plan, networkId: string, pifId: string, vlan: number): void {
+  const network = plan.get(networkId, 'network')
+  const from = vlanSource(plan, network.$pool, pifId, vlan)
+  addVlanPifs(plan, network.$pool, plan.edit(networkId, 'network'), from, vlan)
+}
+
+export async function createVlan(op: Operation, networkId: string, pifId: string, vlan: number): Promise<void> {
+  preview(op.env, (plan) => vlanOnNetwork(plan, networkId, pifId, vlan))
+  await new Run(op, 1).apply((plan) => vlanOnNetwork(plan, networkId, pifId, vlan))
 }
 
 /**
