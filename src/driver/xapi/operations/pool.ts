@@ -4,6 +4,7 @@ import type { XapiPool } from '../types.js'
 import { created, step, type XapiAction, type XapiFields } from './context.js'
 import { createVm } from './create-vm.js'
 import { rebootHost } from './host.js'
+import { poolNetworkActions } from './pool-network.js'
 
 type Records = Readonly<Record<string, XapiFields>>
 
@@ -116,6 +117,7 @@ const createInternalNetwork: XapiAction = async (env, { pool }, params, context)
 }
 
 export const poolActions: Readonly<Record<string, XapiAction>> = {
+  ...poolNetworkActions,
   create_internal_network: createInternalNetwork,
   create_vm: createVm,
   emergency_shutdown: emergencyShutdown,
