@@ -8,8 +8,9 @@ import { scopedAuth } from '../helpers/scoped-user.js'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 import { openLines } from '../helpers/streams.js'
 
+const overXapi = process.env['KEEL_TEST_DRIVER'] === 'xapi'
 // The XAPI driver does not offer these pool actions yet (docs/xapi.md, issue 28).
-const notOnXapi = process.env['KEEL_TEST_DRIVER'] === 'xapi' ? 'issue 28: the XAPI driver does not offer this action yet' : false
+const notOnXapi = overXapi ? 'issue 28: the XAPI driver does not offer this action yet' : false
 
 type Obj = Record<string, unknown>
 const PASSWORD = 'a-user-password'
@@ -151,9 +152,9 @@ t.test('management_reconfigure: every host restarts its toolstack on its PIF of 
   for (const pif of eth0) t.match(await get(server, `/rest/v0/pifs/${String(pif['id'])}`), { management: true })
 })
 
-t.test('rolling_update: the lab\u2019s missing patches installed on every host, each rebooted; VMs pinned to a host refuse it unless shut down', { skip: notOnXapi }, async (t) => {
+t.test('rolling_update: the lab\u2019s missing patches installed on every host, each rebooted; VMs pinned to a host refuse it unless shut down', async (t) => {
   // Steps long enough for the task to be written between its start and its end (progress is written once a second at most).
-  const server = await startServer({ config: { lab: { stepDelay: 100 } } })
+  const server = await startServer({ config: { lab: { stepDelay: 100 } }, simulatorStepDelay: 100 })
   t.teardown(() => server.close())
   const demo = await demoIds(server)
   const path = `/rest/v0/pools/${demo.pool}/actions/rolling_update`
@@ -185,7 +186,8 @@ t.test('rolling_update: the lab\u2019s missing patches installed on every host, 
   t.same(await missing(), [])
   for (const host of await hosts()) {
     t.match(host, { power_state: 'Running' })
-    t.ok(patches.every((patch) => (host['patches'] as string[]).includes(String(patch['name']))), `host ${String(host['id'])} has every patch`)
+    // XAPI keeps no list of an XCP-ng host's installed packages (XO's `patches` is empty there too): nothing missing says it.
+    if (!overXapi) t.ok(patches.every((patch) => (host['patches'] as string[]).includes(String(patch['name']))), `host ${String(host['id'])} has every patch`)
     t.ok(Number(host['startTime']) > Number(before.find((old) => old['id'] === host['id'])?.['startTime']), 'and was rebooted')
   }
   t.match(await get(server, `/rest/v0/vms/${demo.localHaltedVm}`), { power_state: 'Halted' })

@@ -20,6 +20,7 @@ import { snapshotVdi } from './operations/vdi-snapshot.js'
 import { createBlankVm, type BlankVm } from './operations/new-vm.js'
 import { changeMedia } from './operations/devices.js'
 import { createVlan } from './operations/pool-network.js'
+import { installPatches } from './operations/pool-maintenance.js'
 import { setVmLimits, type VmLimits } from './operations/vm-limits.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
@@ -231,6 +232,14 @@ export class LabDriver implements Driver, LabStore {
     if (network.type !== 'network') throw notDeclared(network, 'VLAN')
     const op = operation(this.#env, context)
     await createVlan(op, network.id, pifId, vlan)
+    op.progress.set(1)
+  }
+
+  /** A host's missing patches installed, without its reboot, outside the REST catalogue (whose rolling_update reboots too): for the XAPI simulator's updater plugin. */
+  async installPatches(host: XoRecord, context: OperationContext): Promise<void> {
+    if (host.type !== 'host') throw notDeclared(host, 'update')
+    const op = operation(this.#env, context)
+    await installPatches(op, host.id)
     op.progress.set(1)
   }
 
