@@ -4,6 +4,7 @@ import { createdRef, failure, labObject, operationContext, text, withAsync } fro
 import type { Explicit } from './calls.js'
 import type { CallContext } from './context.js'
 import { operationNotAllowed, XapiFailure } from './failures.js'
+import { bondRef } from './records/network.js'
 import { setField } from './writes.js'
 
 const refs = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : [])
@@ -93,7 +94,35 @@ async function addPurpose(context: CallContext, ref: string, value: XmlRpcValue 
   return ''
 }
 
+/**
+ * Bond.create as XAPI's (xapi_bond.ml): a bond of one host's PIFs on the
+ * network, two or more (PIF_BOND_NEEDS_MORE_MEMBERS), all of one host
+ * (PIF_CANNOT_BOND_CROSS_HOST), physical (PIF_IS_VLAN [pif]) and bonded to
+ * nothing yet (PIF_ALREADY_BONDED [pif]). The MAC and the mode are taken
+ * and not kept: the lab does not model them.
+ */
+async function createBond(context: CallContext, [networkRef, members]: readonly XmlRpcValue[]): Promise<string> {
+  const network = labObject(context, 'network', networkRef)
+  const pifs = (Array.isArray(members) ? members : []).map((ref) => ({ ref: text(ref), pif: labObject(context, 'PIF', ref) }))
+  if (pifs.length < 2) throw new XapiFailure('PIF_BOND_NEEDS_MORE_MEMBERS')
+  if (new Set(pifs.map(({ pif }) => pif['$host'])).size > 1) throw new XapiFailure('PIF_CANNOT_BOND_CROSS_HOST')
+  for (const { ref, pif } of pifs) {
+    if (pif['physical'] !== true) throw new XapiFailure('PIF_IS_VLAN', ref)
+    if (pif['isBondSlave'] === true || pif['isBondMaster'] === true) throw new XapiFailure('PIF_ALREADY_BONDED', ref)
+  }
+  try {
+    await context.driver.createBond(network, pifs.map(({ pif }) => pif.id), operationContext(context))
+  } catch (error) {
+    throw failure(error, text(networkRef), 'network')
+  }
+  const [first] = pifs
+  const master = context.driver.getObject(String(context.driver.getObject(String(first?.pif.id))?.['bondMaster']))
+  if (master === undefined) throw new XapiFailure('INTERNAL_ERROR', 'the bond was not made')
+  return bondRef(master)
+}
+
 export const networkHandlers: Readonly<Record<string, Explicit>> = withAsync({
+  'Bond.create': (context, args) => createBond(context, args),
   'network.create': (context, [args]) => createNetwork(context, (args ?? {}) as XmlRpcStruct),
   'network.destroy': (context, [ref]) => destroyNetwork(context, text(ref)),
   'network.add_purpose': (context, [ref, value]) => addPurpose(context, text(ref), value),

@@ -19,7 +19,7 @@ import { setTag } from './operations/tags.js'
 import { snapshotVdi } from './operations/vdi-snapshot.js'
 import { createBlankVm, type BlankVm } from './operations/new-vm.js'
 import { changeMedia } from './operations/devices.js'
-import { createVlan } from './operations/pool-network.js'
+import { createBond, createVlan } from './operations/pool-network.js'
 import { installPatches } from './operations/pool-maintenance.js'
 import { setVmLimits, type VmLimits } from './operations/vm-limits.js'
 import { patchRecord } from './operations/update.js'
@@ -240,6 +240,14 @@ export class LabDriver implements Driver, LabStore {
     if (host.type !== 'host') throw notDeclared(host, 'update')
     const op = operation(this.#env, context)
     await installPatches(op, host.id)
+    op.progress.set(1)
+  }
+
+  /** XAPI's Bond.create: one host's PIFs bonded onto a network that exists, outside the REST catalogue (whose create_bonded_network makes both): for the XAPI simulator. */
+  async createBond(network: XoRecord, pifIds: readonly string[], context: OperationContext): Promise<void> {
+    if (network.type !== 'network') throw notDeclared(network, 'bond')
+    const op = operation(this.#env, context)
+    await createBond(op, network.id, pifIds)
     op.progress.set(1)
   }
 

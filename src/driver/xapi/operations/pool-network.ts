@@ -1,13 +1,14 @@
 import { alreadyExists, incorrectState, invalidParameters } from '../../../errors.js'
-import { optionalBoolean, optionalInteger, optionalString, requiredString } from '../../lab/operations/params.js'
+import { NULL_REF } from '../../../xapi/datamodel/index.js'
+import { optionalBoolean, optionalInteger, optionalString, optionalStrings, requiredString } from '../../lab/operations/params.js'
 import type { XoRecord } from '../../types.js'
 import { created, refOf, step, type Env, type Target, type XapiAction, type XapiFields } from './context.js'
 
 /**
  * The pool's networks and management interfaces through XAPI, as the
- * reference makes them (xo-server's createNetwork, pool
- * management_reconfigure), checked on the index first as the lab refuses
- * them.
+ * reference makes them (xo-server's createNetwork, createBondedNetwork,
+ * pool management_reconfigure), checked on the index first as the lab
+ * refuses them.
  */
 
 type Records = Readonly<Record<string, XapiFields>>
@@ -53,6 +54,52 @@ const createNetwork: XapiAction = async (env, target, params, context) => {
   return created(env, pool, 'network', network)
 }
 
+const isBonded = (pif: XapiFields): boolean => (typeof pif['bond_slave_of'] === 'string' && pif['bond_slave_of'] !== NULL_REF) || (Array.isArray(pif['bond_master_of']) && pif['bond_master_of'].length > 0)
+
+/** Each host's PIFs of the devices, physical and unbonded, in their order: the hosts lacking one get no bond. */
+function membersByHost(pifs: Records, devices: readonly unknown[]): string[][] {
+  const free = Object.entries(pifs).filter(([, pif]) => pif['physical'] === true && !isBonded(pif))
+  const out: string[][] = []
+  for (const host of new Set(free.map(([, pif]) => String(pif['host'])))) {
+    const members = devices.map((device) => free.find(([, pif]) => pif['host'] === host && pif['device'] === device)?.[0])
+    if (members.every((ref): ref is string => ref !== undefined)) out.push(members)
+  }
+  return out
+}
+
+/**
+ * network.create, then Bond.create on each host with the same devices as
+ * the PIFs given, as the reference bonds a network host by host. A network
+ * whose first bond cannot be made is destroyed; the bonds made before a
+ * failure stay, as the reference leaves them.
+ */
+const createBondedNetwork: XapiAction = async (env, target, params, context) => {
+  const { pool } = target
+  const given = (optionalStrings(params, 'pifIds') ?? []).map((id, i) => physicalPif(env, target, id, `body.pifIds.${i}`).pif)
+  const host = given[0]?.['$host']
+  if (given.length < 2 || given.some((pif) => pif['$host'] !== host)) throw invalidParameters([{ path: 'body.pifIds', message: 'must name two PIFs or more of one host' }])
+  const mode = requiredString(params, 'bondMode')
+  const hosts = membersByHost(await pool.call<Records>('PIF.get_all_records', [], { signal: context.signal }), given.map((pif) => pif['device']))
+  const record = {
+    name_label: requiredString(params, 'name'),
+    name_description: optionalString(params, 'description') ?? '',
+    MTU: optionalInteger(params, 'mtu') ?? 1500,
+    other_config: { automatic: 'false' },
+    tags: [],
+  }
+  const network = await pool.callAsync<string>('network.create', [record], step(context, 0, 20))
+  for (const [i, members] of hosts.entries()) {
+    try {
+      await pool.callAsync('Bond.create', [network, members, '', mode, {}], step(context, 20 + (80 * i) / hosts.length, 20 + (80 * (i + 1)) / hosts.length))
+    } catch (error) {
+      // Not under the operation's signal: an aborted creation is taken back too.
+      if (i === 0) await pool.call('network.destroy', [network]).catch(() => undefined)
+      throw error
+    }
+  }
+  return created(env, pool, 'network', network)
+}
+
 /** Each host's PIF on the network, which must carry addresses: the management interfaces to be. */
 async function requireManagementPifs(env: Env, target: Target, networkId: string, signal: AbortSignal): Promise<void> {
   const network = env.index.getObject(networkId)
@@ -77,5 +124,6 @@ const managementReconfigure: XapiAction = async (env, target, params, context) =
 
 export const poolNetworkActions: Readonly<Record<string, XapiAction>> = {
   create_network: createNetwork,
+  create_bonded_network: createBondedNetwork,
   management_reconfigure: managementReconfigure,
 }
