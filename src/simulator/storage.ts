@@ -9,9 +9,11 @@ import { XapiFailure } from './failures.js'
  * An SR's life on the lab's operations, as XAPI names it (xapi_sr.ml,
  * xapi_pbd.ml): SR.create through a host, SR.destroy and SR.forget refused
  * while one of its PBDs is plugged (SR_HAS_PBD [sr]), PBD.plug and
- * PBD.unplug. An SR type the pool has no driver for is SR_UNKNOWN_DRIVER
- * [type]; a device setting the driver does not know, or content of another
- * kind than the driver's, is the driver's refusal (SR_BACKEND_FAILURE).
+ * PBD.unplug (the lab's refusals, a VM running there on the SR's disks, as
+ * OPERATION_NOT_ALLOWED). An SR type the pool has no driver for is
+ * SR_UNKNOWN_DRIVER [type]; a device setting the driver does not know, or
+ * content of another kind than the driver's, is the driver's refusal
+ * (SR_BACKEND_FAILURE).
  */
 
 const stringMap = (value: XmlRpcValue | undefined): Record<string, string> =>
@@ -79,9 +81,6 @@ const plugging =
     try {
       await context.driver.perform(pbd, action, {}, operationContext(context))
     } catch (error) {
-      if (isKeelError(error) && error.data?.['property'] === 'power_state' && error.data['object'] !== pbd['host']) {
-        throw new XapiFailure('VDI_IN_USE', text(ref), action)
-      }
       throw failure(error, text(ref), 'PBD')
     }
     return ''
