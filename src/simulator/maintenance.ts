@@ -1,3 +1,4 @@
+import { labMissingPatches } from '../driver/lab/host-facts.js'
 import type { Created, XoRecord } from '../driver/types.js'
 import type { XmlRpcValue } from '../xapi/xml-rpc.js'
 import { createdRef, failure, labObject, operationContext, text, withAsync } from './actions.js'
@@ -9,7 +10,7 @@ import { operationNotAllowed, XapiFailure } from './failures.js'
  * Host, SR and disk maintenance on the lab's actions, as XAPI names them:
  * host.restart_agent, PIF.scan, host.management_reconfigure, pool.eject,
  * host.destroy, VDI.pool_migrate, and host.call_plugin of the `trim` plugin
- * (how XAPI clients reclaim an SR's free space). Another plugin is missing,
+ * (how XAPI clients reclaim an SR's free space) and of XCP-ng's `updater.py`. Another plugin is missing,
  * as on a host without it.
  */
 
@@ -36,8 +37,27 @@ async function managementReconfigure(context: CallContext, pifRef: XmlRpcValue |
   return ''
 }
 
-/** The trim plugin's answer to do_trim: "True", or an XML error description (XAPI's sm trim plugin). */
+/**
+ * XCP-ng's updater plugin: `check_update` answers the updates the host
+ * lacks as JSON (the lab's catalogue), `update` installs them, to take
+ * effect at the next reboot.
+ */
+async function updater(context: CallContext, hostRef: XmlRpcValue | undefined, fn: string): Promise<string> {
+  const host = labObject(context, 'host', hostRef)
+  if (host['power_state'] !== 'Running') throw new XapiFailure('HOST_OFFLINE', text(hostRef))
+  if (fn === 'check_update') return JSON.stringify(labMissingPatches(host))
+  if (fn !== 'update') throw new XapiFailure('XENAPI_MISSING_PLUGIN', `updater.py ${fn}`)
+  try {
+    await context.driver.installPatches(host, operationContext(context))
+  } catch (error) {
+    throw failure(error, text(hostRef), 'host')
+  }
+  return ''
+}
+
+/** The trim plugin's answer to do_trim: "True", or an XML error description (XAPI's sm trim plugin); the updater plugin's answers. */
 async function callPlugin(context: CallContext, [hostRef, plugin, fn, args]: readonly XmlRpcValue[]): Promise<string> {
+  if (text(plugin) === 'updater.py') return updater(context, hostRef, text(fn))
   labObject(context, 'host', hostRef)
   if (text(plugin) !== 'trim' || text(fn) !== 'do_trim') throw new XapiFailure('XENAPI_MISSING_PLUGIN', text(plugin))
   const srUuid = typeof args === 'object' && args !== null && !Array.isArray(args) && !(args instanceof Date) ? (args as Record<string, XmlRpcValue>)['sr_uuid'] : undefined

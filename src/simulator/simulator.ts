@@ -22,6 +22,7 @@ import { LabFeed } from './lab-feed.js'
 import { memberAddresses, memberOf, PoolRoles } from './members.js'
 import { sessionHandlers } from './session-handlers.js'
 import { setterHandlers } from './setters.js'
+import { storageHandlers } from './storage.js'
 import { Sessions } from './sessions.js'
 import { Tasks } from './tasks.js'
 import { Transfers } from './transfers.js'
@@ -78,7 +79,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
     Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler }]))
   const dispatcher = new Dispatcher(
     services,
-    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...plain(dataSourceHandlers(stats)), ...actionHandlers, ...deviceHandlers, ...setterHandlers, ...instantiationHandlers, ...maintenanceHandlers, ...networkHandlers },
+    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...plain(dataSourceHandlers(stats)), ...actionHandlers, ...deviceHandlers, ...setterHandlers, ...instantiationHandlers, ...maintenanceHandlers, ...networkHandlers, ...storageHandlers },
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )

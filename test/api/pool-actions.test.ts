@@ -8,8 +8,7 @@ import { scopedAuth } from '../helpers/scoped-user.js'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
 import { openLines } from '../helpers/streams.js'
 
-// The XAPI driver does not offer these pool actions yet (docs/xapi.md, issue 28).
-const notOnXapi = process.env['KEEL_TEST_DRIVER'] === 'xapi' ? 'issue 28: the XAPI driver does not offer this action yet' : false
+const overXapi = process.env['KEEL_TEST_DRIVER'] === 'xapi'
 
 type Obj = Record<string, unknown>
 const PASSWORD = 'a-user-password'
@@ -53,7 +52,7 @@ async function pifsOf(server: TestServer, device: string): Promise<Obj[]> {
   return (await list(server, '/rest/v0/pifs?fields=id,device,vlan,physical,$host,$network,management')).filter((pif) => pif['device'] === device && pif['physical'] === true)
 }
 
-t.test('create_network: a VLAN network with a tagged PIF on every host; bad input changes nothing', { skip: notOnXapi }, async (t) => {
+t.test('create_network: a VLAN network with a tagged PIF on every host; bad input changes nothing', async (t) => {
   const server = await startServer()
   t.teardown(() => server.close())
   const demo = await demoIds(server)
@@ -85,7 +84,7 @@ t.test('create_network: a VLAN network with a tagged PIF on every host; bad inpu
   t.same({ networks: await list(server, '/rest/v0/networks?fields=id'), pifs: await list(server, '/rest/v0/pifs?fields=id') }, before, 'nothing changed')
 })
 
-t.test('create_bonded_network: a bond of the same devices on every host, the management role moving to it; bad input changes nothing', { skip: notOnXapi }, async (t) => {
+t.test('create_bonded_network: a bond of the same devices on every host, the management role moving to it; bad input changes nothing', async (t) => {
   const server = await startServer()
   t.teardown(() => server.close())
   const demo = await demoIds(server)
@@ -115,7 +114,7 @@ t.test('create_bonded_network: a bond of the same devices on every host, the man
   t.match(await act(server, path, { name: 'again', pifIds: [onMaster(eth0), onMaster(eth1)], bondMode: 'lacp' }), { status: 422, body: { data: { errors: [{ path: 'body.pifIds.0' }] } } })
 })
 
-t.test('management_reconfigure: every host restarts its toolstack on its PIF of the network; refusals change nothing', { skip: notOnXapi }, async (t) => {
+t.test('management_reconfigure: every host restarts its toolstack on its PIF of the network; refusals change nothing', async (t) => {
   const server = await startServer()
   t.teardown(() => server.close())
   const demo = await demoIds(server)
@@ -151,9 +150,9 @@ t.test('management_reconfigure: every host restarts its toolstack on its PIF of 
   for (const pif of eth0) t.match(await get(server, `/rest/v0/pifs/${String(pif['id'])}`), { management: true })
 })
 
-t.test('rolling_update: the lab\u2019s missing patches installed on every host, each rebooted; VMs pinned to a host refuse it unless shut down', { skip: notOnXapi }, async (t) => {
+t.test('rolling_update: the lab\u2019s missing patches installed on every host, each rebooted; VMs pinned to a host refuse it unless shut down', async (t) => {
   // Steps long enough for the task to be written between its start and its end (progress is written once a second at most).
-  const server = await startServer({ config: { lab: { stepDelay: 100 } } })
+  const server = await startServer({ config: { lab: { stepDelay: 100 } }, simulatorStepDelay: 100 })
   t.teardown(() => server.close())
   const demo = await demoIds(server)
   const path = `/rest/v0/pools/${demo.pool}/actions/rolling_update`
@@ -185,7 +184,8 @@ t.test('rolling_update: the lab\u2019s missing patches installed on every host, 
   t.same(await missing(), [])
   for (const host of await hosts()) {
     t.match(host, { power_state: 'Running' })
-    t.ok(patches.every((patch) => (host['patches'] as string[]).includes(String(patch['name']))), `host ${String(host['id'])} has every patch`)
+    // XAPI keeps no list of an XCP-ng host's installed packages (XO's `patches` is empty there too): nothing missing says it.
+    if (!overXapi) t.ok(patches.every((patch) => (host['patches'] as string[]).includes(String(patch['name']))), `host ${String(host['id'])} has every patch`)
     t.ok(Number(host['startTime']) > Number(before.find((old) => old['id'] === host['id'])?.['startTime']), 'and was rebooted')
   }
   t.match(await get(server, `/rest/v0/vms/${demo.localHaltedVm}`), { power_state: 'Halted' })
@@ -216,7 +216,10 @@ function labWithBranch(): LabSpec {
   }
 }
 
-t.test('add_host joins a host alone in its pool: its PIFs onto the pool\u2019s networks, its local SR kept, a PBD to each shared SR; refusals change nothing', { skip: notOnXapi }, async (t) => {
+// Over XAPI each pool is a simulator of its own, on a lab of its own: a host cannot move from one to the other (docs/xapi.md).
+const joinOnLabOnly = overXapi ? 'the XAPI driver does not offer add_host: pool.join between two simulators is not served (docs/xapi.md)' : false
+
+t.test('add_host joins a host alone in its pool: its PIFs onto the pool\u2019s networks, its local SR kept, a PBD to each shared SR; refusals change nothing', { skip: joinOnLabOnly }, async (t) => {
   const server = await startServer({ app: { labSpec: labWithBranch() } })
   t.teardown(() => server.close())
   const demo = await demoIds(server)

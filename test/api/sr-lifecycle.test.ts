@@ -12,7 +12,7 @@ const get = async (server: TestServer, path: string): Promise<Obj> => (await ser
 const act = (server: TestServer, path: string, body?: unknown, auth?: string) =>
   server.json<Obj>(`${path}?sync=true`, { method: 'POST', ...(body === undefined ? {} : jsonBody(body)), ...(auth === undefined ? {} : { auth }) })
 const ids = async (server: TestServer, collection: string): Promise<string[]> => (await server.json<string[]>(`/rest/v0/${collection}`)).body.sort()
-const folders = (server: TestServer): string[] => (existsSync(join(server.dataDir, 'srs')) ? readdirSync(join(server.dataDir, 'srs')).sort() : [])
+const folders = (server: TestServer): string[] => (existsSync(join(server.labDataDir, 'srs')) ? readdirSync(join(server.labDataDir, 'srs')).sort() : [])
 
 const nfs = (hostId: string) => ({ hostId, name_label: 'More NFS', SR_type: 'nfs', device_config: { server: '10.0.0.9', serverpath: '/exports/more' } })
 
@@ -84,7 +84,7 @@ t.test('forget removes the SR, its PBDs and disks from the pool; the folder and 
   const sr = (await server.json<{ id: string }>('/rest/v0/srs', jsonBody(nfs(demo.master)))).body.id
   const pbds = (await get(server, `/rest/v0/srs/${sr}`))['$PBDs'] as string[]
   const disk = await diskWithContent(server, sr)
-  const file = join(server.dataDir, 'srs', sr, `${disk}.vhd`)
+  const file = join(server.labDataDir, 'srs', sr, `${disk}.vhd`)
   t.ok(existsSync(file))
 
   t.equal((await act(server, `/rest/v0/srs/${sr}/actions/forget`)).status, 204)

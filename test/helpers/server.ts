@@ -48,6 +48,8 @@ export interface StartOptions {
   config?: ConfigOverrides
   app?: Partial<AppOptions>
   clock?: ManualClock
+  /** under xapi, ms a step of the simulator's lab takes (default 1): the lab's `stepDelay` for the pool behind the driver */
+  simulatorStepDelay?: number
 }
 
 /**
@@ -73,7 +75,7 @@ function testDriver(): ((lab: Driver) => Driver) | undefined {
  * server's data directory (so a server started again on it finds the same
  * pools) and stopped with the server.
  */
-async function xapiPool(dataDir: string, spec: LabSpec | undefined, clock: () => number): Promise<{ options: XapiDriverOptions; lab: LabDriver; dataDir: string; close: () => Promise<void> } | undefined> {
+async function xapiPool(dataDir: string, spec: LabSpec | undefined, clock: () => number, stepDelay = 1): Promise<{ options: XapiDriverOptions; lab: LabDriver; dataDir: string; close: () => Promise<void> } | undefined> {
   if (process.env['KEEL_TEST_DRIVER'] !== 'xapi') return undefined
   const root = join(dataDir, 'xapi-simulator')
   mkdirSync(root, { recursive: true })
@@ -86,7 +88,7 @@ async function xapiPool(dataDir: string, spec: LabSpec | undefined, clock: () =>
   const pools: PoolConnectionSettings[] = []
   try {
     for (const [index, poolSpec] of specs.entries()) {
-      const simulator = await openSimulator({ dataDir: join(root, String(index)), password: SIMULATOR_PASSWORD, stepDelay: 1, clock, ...(poolSpec === undefined ? {} : { spec: poolSpec }) })
+      const simulator = await openSimulator({ dataDir: join(root, String(index)), password: SIMULATOR_PASSWORD, stepDelay, clock, ...(poolSpec === undefined ? {} : { spec: poolSpec }) })
       simulators.push(simulator)
       pools.push({ host: await simulator.listen(0, '127.0.0.1'), username: 'root', password: SIMULATOR_PASSWORD, allowUnauthorized: false, readOnly: false })
     }
@@ -102,7 +104,7 @@ async function xapiPool(dataDir: string, spec: LabSpec | undefined, clock: () =>
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'))
   const clock = options.clock ?? new ManualClock()
-  const pool = await xapiPool(dataDir, options.app?.labSpec, clock.read)
+  const pool = await xapiPool(dataDir, options.app?.labSpec, clock.read, options.simulatorStepDelay)
   const config = loadConfig(undefined, {
     ...options.config,
     authentication: { failedLoginDelay: 20, ...options.config?.authentication },

@@ -48,7 +48,7 @@ t.test('host maintenance messages, the trim plugin, VDI.pool_migrate and network
   const [local] = Object.entries(srs).find(([, r]) => r['content_type'] === 'user' && r['shared'] === false) ?? []
   t.equal(await xapi.call('host.call_plugin', [session, master, 'trim', 'do_trim', { sr_uuid: sharedRecord?.['uuid'] }]), 'True')
   t.same(await xapi.json('host.call_plugin', [session, master, 'trim', 'do_trim', { sr_uuid: 'no-such-sr' }]), { error: ['UUID_INVALID', 'SR', 'no-such-sr'] })
-  t.same(await xapi.json('host.call_plugin', [session, master, 'updater.py', 'check_update', {}]), { error: ['XENAPI_MISSING_PLUGIN', 'updater.py'] })
+  t.same(await xapi.json('host.call_plugin', [session, master, 'netdata.py', 'is_netdata_installed', {}]), { error: ['XENAPI_MISSING_PLUGIN', 'netdata.py'] })
 
   const vdi = await xapi.call<string>('VDI.create', [session, { name_label: 'moving', SR: shared, virtual_size: 2 ** 20, type: 'user', sharable: false, read_only: false, other_config: {} }])
   const copy = await xapi.call<string>('VDI.pool_migrate', [session, vdi, local, {}])

@@ -19,6 +19,8 @@ import { setTag } from './operations/tags.js'
 import { snapshotVdi } from './operations/vdi-snapshot.js'
 import { createBlankVm, type BlankVm } from './operations/new-vm.js'
 import { changeMedia } from './operations/devices.js'
+import { createBond, createVlan } from './operations/pool-network.js'
+import { installPatches } from './operations/pool-maintenance.js'
 import { setVmLimits, type VmLimits } from './operations/vm-limits.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
@@ -223,6 +225,30 @@ export class LabDriver implements Driver, LabStore {
     const created = await createBlankVm(op, pool.id, fields)
     op.progress.set(1)
     return created
+  }
+
+  /** XAPI's pool.create_VLAN_from_PIF: VLAN PIFs onto a network that exists, outside the REST catalogue (whose create_network makes both): for the XAPI simulator. */
+  async createVlan(network: XoRecord, pifId: string, vlan: number, context: OperationContext): Promise<void> {
+    if (network.type !== 'network') throw notDeclared(network, 'VLAN')
+    const op = operation(this.#env, context)
+    await createVlan(op, network.id, pifId, vlan)
+    op.progress.set(1)
+  }
+
+  /** A host's missing patches installed, without its reboot, outside the REST catalogue (whose rolling_update reboots too): for the XAPI simulator's updater plugin. */
+  async installPatches(host: XoRecord, context: OperationContext): Promise<void> {
+    if (host.type !== 'host') throw notDeclared(host, 'update')
+    const op = operation(this.#env, context)
+    await installPatches(op, host.id)
+    op.progress.set(1)
+  }
+
+  /** XAPI's Bond.create: one host's PIFs bonded onto a network that exists, outside the REST catalogue (whose create_bonded_network makes both): for the XAPI simulator. */
+  async createBond(network: XoRecord, pifIds: readonly string[], context: OperationContext): Promise<void> {
+    if (network.type !== 'network') throw notDeclared(network, 'bond')
+    const op = operation(this.#env, context)
+    await createBond(op, network.id, pifIds)
+    op.progress.set(1)
   }
 
   /** A disk put into an empty CD drive, or taken out (`vdiId` undefined), outside the REST catalogue: for the XAPI simulator's VBD.insert and VBD.eject. */

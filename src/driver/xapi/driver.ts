@@ -5,6 +5,8 @@ import type { ChangeListener, Created, Driver, ObjectChange, OperationContext, U
 import { poolOrigin } from './address.js'
 import { XapiConnection } from './connection.js'
 import { XapiDisks } from './disks.js'
+import { LabHostFacts } from '../lab/host-facts.js'
+import { XapiHostFacts } from './host-facts.js'
 import { XapiOperations, xapiCapabilities } from './operations.js'
 import { PoolIndex, type PoolIndexOptions } from './pool-index.js'
 import { DEFAULT_RECORD_MAX_BYTES, XapiRecorder } from './recorder.js'
@@ -54,6 +56,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
   readonly capabilities = xapiCapabilities
   readonly disks: XapiDisks
   readonly stats: XapiRrdStats
+  readonly hostFacts: XapiHostFacts
   readonly #options: XapiDriverOptions
   readonly #operations: XapiOperations
   readonly #pools = new Map<string, Pool>()
@@ -73,6 +76,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
     this.#operations = new XapiOperations(this, this)
     this.disks = new XapiDisks(this, this, options.tempDir === undefined ? {} : { tempDir: options.tempDir })
     this.stats = new XapiRrdStats(this, (id) => this.#byId.get(id), options.clock)
+    this.hostFacts = new XapiHostFacts(this, new LabHostFacts(this))
   }
 
   async open(): Promise<void> {

@@ -10,6 +10,7 @@ import { hostActions } from './operations/host.js'
 import { hostMaintenanceActions } from './operations/host-maintenance.js'
 import { poolActions } from './operations/pool.js'
 import { srActions, vdiActions } from './operations/sr.js'
+import { destroySr, pbdActions, srLifecycleActions } from './operations/sr-lifecycle.js'
 import { destroyTemplate } from './operations/template.js'
 import { applyPatch, plannersByType } from './operations/update.js'
 import { vmActions } from './operations/vm.js'
@@ -19,7 +20,8 @@ const actionsByType: Readonly<Record<string, Readonly<Record<string, XapiAction>
   VM: vmActions,
   host: { ...hostActions, ...hostMaintenanceActions },
   pool: poolActions,
-  SR: srActions,
+  SR: { ...srActions, ...srLifecycleActions },
+  PBD: pbdActions,
   VDI: vdiActions,
   VBD: deviceActions,
   VIF: deviceActions,
@@ -28,6 +30,7 @@ const actionsByType: Readonly<Record<string, Readonly<Record<string, XapiAction>
 const destroyersByType: Readonly<Record<string, XapiDestroyer>> = {
   ...ownDestroyers,
   'VM-template': destroyTemplate,
+  SR: destroySr,
   VBD: destroyDevice,
   VIF: destroyDevice,
 }
@@ -73,7 +76,7 @@ export class XapiOperations implements DriverOperations {
   async destroy(object: XoRecord, context: OperationContext): Promise<void> {
     const destroyer = own(destroyersByType, object.type)
     if (destroyer === undefined) throw notDeclared(object, 'destroy')
-    await this.#run(object, context, (target) => destroyer(target, context))
+    await this.#run(object, context, (target) => destroyer(target, context, this.#env))
   }
 
   async create(type: string, params: Readonly<Record<string, unknown>>, context: OperationContext): Promise<Created> {

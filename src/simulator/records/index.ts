@@ -1,7 +1,7 @@
 import type { XoRecord } from '../../driver/types.js'
 import { common, seconds, str, type RecordContext, type XapiObject } from './context.js'
 import { hostObjects, poolObject } from './host.js'
-import { networkObject, pifObject, vifObject } from './network.js'
+import { networkObject, pifObjects, vifObject } from './network.js'
 import { pbdObject, smObject, srObject, vbdObject, vdiObject } from './storage.js'
 import { vmObjects } from './vm.js'
 
@@ -45,7 +45,7 @@ export function xapiObjects(record: XoRecord, context: RecordContext): XapiObjec
     case 'network':
       return [networkObject(record, context)]
     case 'PIF':
-      return [pifObject(record, context)]
+      return pifObjects(record, context)
     case 'VIF':
       return [vifObject(record, context)]
     case 'message':

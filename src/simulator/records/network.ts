@@ -1,5 +1,6 @@
 import type { XoRecord } from '../../driver/types.js'
-import { bool, common, num, refs, str, stringMap, strings, type RecordContext, type XapiObject } from './context.js'
+import { NULL_REF } from '../../xapi/datamodel/index.js'
+import { bool, common, derivedRef, derivedUuid, num, refs, str, stringMap, strings, type RecordContext, type XapiObject } from './context.js'
 
 export function networkObject(network: XoRecord, context: RecordContext): XapiObject {
   const { uuid, ref } = common(network)
@@ -25,8 +26,37 @@ export function networkObject(network: XoRecord, context: RecordContext): XapiOb
   }
 }
 
-export function pifObject(pif: XoRecord, context: RecordContext): XapiObject {
+/** A bond's ref, derived from its master PIF's uuid: the lab keeps a bond as its master PIF's `bondSlaves`. */
+export const bondRef = (master: XoRecord): string => derivedRef(common(master).uuid, 'Bond')
+
+/** A PIF, with the Bond it is the master of (XAPI's Bond: master, slaves, mode). */
+export function pifObjects(pif: XoRecord, context: RecordContext): XapiObject[] {
+  const own = pifObject(pif, context)
+  if (!bool(pif, 'isBondMaster')) return [own]
+  const { uuid } = common(pif)
+  const bond: XapiObject = {
+    cls: 'Bond',
+    ref: bondRef(pif),
+    uuid: derivedUuid(uuid, 'Bond'),
+    fields: {
+      uuid: derivedUuid(uuid, 'Bond'),
+      master: own.ref,
+      slaves: refs(context, pif['bondSlaves']),
+      primary_slave: refs(context, pif['bondSlaves'])[0] ?? NULL_REF,
+      // The lab does not keep a bond's mode: XAPI's default.
+      mode: 'balance-slb',
+      properties: {},
+      other_config: {},
+      links_up: strings(pif['bondSlaves']).length,
+      auto_update_mac: true,
+    },
+  }
+  return [own, bond]
+}
+
+function pifObject(pif: XoRecord, context: RecordContext): XapiObject {
   const { uuid, ref } = common(pif)
+  const master = bool(pif, 'isBondSlave') ? context.object(pif['bondMaster']) : undefined
   return {
     cls: 'PIF',
     ref,
@@ -51,6 +81,8 @@ export function pifObject(pif: XoRecord, context: RecordContext): XapiObject {
       ipv6_configuration_mode: str(pif, 'ipv6Mode', 'None'),
       IPv6: strings(pif['ipv6']),
       primary_address_type: str(pif, 'primaryAddressType', 'IPv4'),
+      bond_master_of: bool(pif, 'isBondMaster') ? [bondRef(pif)] : [],
+      bond_slave_of: master === undefined ? NULL_REF : bondRef(master),
       managed: true,
       properties: {},
       other_config: {},

@@ -1523,6 +1523,42 @@ export const CLASSES: readonly ClassDef[] = [
     ],
   },
   {
+    name: "Bond",
+    fields: [
+      ["uuid","string","RO/runtime"],
+      ["master","PIF ref","RO/constructor","OpaqueRef:NULL"],
+      ["slaves","PIF ref set","RO/runtime"],
+      ["other_config","(string -> string) map","RW",{}],
+      ["primary_slave","PIF ref","RO/runtime","OpaqueRef:NULL"],
+      ["mode","enum bond_mode","RO/runtime","balance-slb"],
+      ["properties","(string -> string) map","RO/runtime",{}],
+      ["links_up","int","RO/runtime",0],
+      ["auto_update_mac","bool","RO/runtime",true],
+    ],
+    messages: [
+      ["get_all_records",[["session_id","session ref"]],"(Bond ref -> Bond record) map",true],
+      ["get_all",[["session_id","session ref"]],"Bond ref set",true],
+      ["set_property",[["session_id","session ref"],["self","Bond ref"],["name","string"],["value","string"]],"void",false],
+      ["set_mode",[["session_id","session ref"],["self","Bond ref"],["value","enum bond_mode"]],"void",false],
+      ["destroy",[["session_id","session ref"],["self","Bond ref"]],"void",false],
+      ["create",[["session_id","session ref"],["network","network ref"],["members","PIF ref set"],["MAC","string"],["mode","enum bond_mode"],["properties","(string -> string) map"]],"Bond ref",false],
+      ["remove_from_other_config",[["session_id","session ref"],["self","Bond ref"],["key","string"]],"void",true],
+      ["add_to_other_config",[["session_id","session ref"],["self","Bond ref"],["key","string"],["value","string"]],"void",true],
+      ["set_other_config",[["session_id","session ref"],["self","Bond ref"],["value","(string -> string) map"]],"void",true],
+      ["get_auto_update_mac",[["session_id","session ref"],["self","Bond ref"]],"bool",true],
+      ["get_links_up",[["session_id","session ref"],["self","Bond ref"]],"int",true],
+      ["get_properties",[["session_id","session ref"],["self","Bond ref"]],"(string -> string) map",true],
+      ["get_mode",[["session_id","session ref"],["self","Bond ref"]],"enum bond_mode",true],
+      ["get_primary_slave",[["session_id","session ref"],["self","Bond ref"]],"PIF ref",true],
+      ["get_other_config",[["session_id","session ref"],["self","Bond ref"]],"(string -> string) map",true],
+      ["get_slaves",[["session_id","session ref"],["self","Bond ref"]],"PIF ref set",true],
+      ["get_master",[["session_id","session ref"],["self","Bond ref"]],"PIF ref",true],
+      ["get_uuid",[["session_id","session ref"],["self","Bond ref"]],"string",true],
+      ["get_by_uuid",[["session_id","session ref"],["uuid","string"]],"Bond ref",true],
+      ["get_record",[["session_id","session ref"],["self","Bond ref"]],"Bond record",true],
+    ],
+  },
+  {
     name: "network",
     fields: [
       ["uuid","string","RO/runtime"],
@@ -1651,6 +1687,7 @@ export const CLASSES: readonly ClassDef[] = [
 ]
 
 export const ENUMS: readonly EnumDef[] = [
+  {"name":"bond_mode","values":["balance-slb","active-backup","lacp"]},
   {"name":"cls","values":["VM","Host","SR","Pool","VMPP","VMSS","PVS_proxy","VDI","Certificate"]},
   {"name":"domain_type","values":["hvm","pv","pv_in_pvh","pvh","unspecified"]},
   {"name":"event_operation","values":["add","del","mod"]},

@@ -1,11 +1,11 @@
 import { incorrectState, invalidParameters } from '../../../errors.js'
 import { labMissingPatches } from '../host-facts.js'
 import { moveManagement, restartAgent } from './host-maintenance.js'
-import { stopHost, stopSteps, type StopOptions } from './host.js'
+import { requireHostState, stopHost, stopSteps, type StopOptions } from './host.js'
 import { optionalBoolean, requiredString, type ActionHandler } from './params.js'
 import { hostsOfPool, planEvacuation } from './placement.js'
 import type { Plan } from './plan.js'
-import { preview, Run } from './run.js'
+import { preview, Run, type Operation } from './run.js'
 
 /** Each host's PIF on the network, which must have addresses: the management interfaces to be. */
 function managementPifs(plan: Plan, poolId: string, networkId: string): Array<{ host: string; pif: string }> {
@@ -59,14 +59,24 @@ const rollingUpdate: ActionHandler = async (op, object, params) => {
   const run = new Run(op, hosts.length)
   for (const [i, id] of hosts.entries()) {
     const part = run.part(run.read((plan) => stopSteps(plan, id, options)) + 1, i / hosts.length, (i + 1) / hosts.length)
-    await part.apply((plan) => {
-      const host = plan.edit(id, 'host')
-      host.patches = [...host.patches, ...labMissingPatches(host).map((patch) => patch.name)]
-      host.rebootRequired = true
-    })
+    await part.apply((plan) => install(plan, id))
     await stopHost(part, op.env.clock, id, options)
   }
   return undefined
+}
+
+/** The catalogue's patches the host lacks, installed: they take effect at its next reboot. */
+function install(plan: Plan, hostId: string): void {
+  const host = plan.edit(hostId, 'host')
+  requireHostState(host, 'Running')
+  host.patches = [...host.patches, ...labMissingPatches(host).map((patch) => patch.name)]
+  host.rebootRequired = true
+}
+
+/** One host's missing patches installed, without the reboot: XCP-ng's updater plugin, for the XAPI simulator. */
+export async function installPatches(op: Operation, hostId: string): Promise<void> {
+  preview(op.env, (plan) => install(plan, hostId))
+  await new Run(op, 1).apply((plan) => install(plan, hostId))
 }
 
 export const poolMaintenanceActions: Readonly<Record<string, ActionHandler>> = {

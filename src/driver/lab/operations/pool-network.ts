@@ -5,7 +5,7 @@ import { identity } from './builders.js'
 import { addToList } from './lists.js'
 import { optionalBoolean, optionalInteger, optionalString, optionalStrings, requiredString, type ActionHandler, type Params } from './params.js'
 import type { Frozen, Plan } from './plan.js'
-import { preview, Run } from './run.js'
+import { preview, Run, type Operation } from './run.js'
 
 /**
  * Networks a pool makes: internal (no PIF), VLAN (a tagged PIF on the same
@@ -84,60 +84,118 @@ function physicalPif(plan: Plan, poolId: string, id: string, path: string): Pif 
 const devicePifs = (plan: Plan, poolId: string, device: string): Pif[] =>
   plan.all('PIF').filter((pif) => pif.$pool === poolId && pif.device === device && pif.physical && !pif.isBondSlave && !pif.isBondMaster)
 
-function vlanNetwork(plan: Plan, poolId: string, params: Params): string {
-  const from = physicalPif(plan, poolId, requiredString(params, 'pif'), 'body.pif')
-  const vlan = optionalInteger(params, 'vlan') ?? 0
+/** The PIF a VLAN is made from, checked before anything is made: physical, unbonded, its device not tagged `vlan` yet. */
+function vlanSource(plan: Plan, poolId: string, pifId: string, vlan: number): Pif {
+  const from = physicalPif(plan, poolId, pifId, 'body.pif')
   if (plan.all('PIF').some((pif) => pif.$pool === poolId && pif.device === from.device && pif.vlan === vlan)) {
     throw alreadyExists('PIF', 'vlan', String(vlan))
   }
-  const network = addNetwork(plan, poolId, params, { nbd: optionalBoolean(params, 'nbd') ?? false })
+  return from
+}
+
+/** A PIF tagged `vlan` on the device of `from` on every host, onto `network`. */
+function addVlanPifs(plan: Plan, poolId: string, network: NetworkRecord, from: Pif, vlan: number): void {
   for (const pif of devicePifs(plan, poolId, from.device)) addPif(plan, network, pif, { device: pif.device, vlan, isBondMaster: false })
+}
+
+function vlanNetwork(plan: Plan, poolId: string, params: Params): string {
+  const vlan = optionalInteger(params, 'vlan') ?? 0
+  const from = vlanSource(plan, poolId, requiredString(params, 'pif'), vlan)
+  const network = addNetwork(plan, poolId, params, { nbd: optionalBoolean(params, 'nbd') ?? false })
+  addVlanPifs(plan, poolId, network, from, vlan)
   return network.id
 }
 
 /**
- * The PIFs name devices of one host; each host with all those devices gets a
- * bond of them. A bond taking the management interface takes its addresses
- * and the management role, as XAPI's Bond.create does.
+ * XAPI's pool.create_VLAN_from_PIF on a network that exists (network.create
+ * made it): its VLAN PIFs, with the network's MTU.
  */
-function bondedNetwork(plan: Plan, poolId: string, params: Params): string {
-  const ids = optionalStrings(params, 'pifIds') ?? []
+function vlanOnNetwork(plan: Plan, networkId: string, pifId: string, vlan: number): void {
+  const network = plan.get(networkId, 'network')
+  const from = vlanSource(plan, network.$pool, pifId, vlan)
+  addVlanPifs(plan, network.$pool, plan.edit(networkId, 'network'), from, vlan)
+}
+
+export async function createVlan(op: Operation, networkId: string, pifId: string, vlan: number): Promise<void> {
+  preview(op.env, (plan) => vlanOnNetwork(plan, networkId, pifId, vlan))
+  await new Run(op, 1).apply((plan) => vlanOnNetwork(plan, networkId, pifId, vlan))
+}
+
+/** The PIFs given, physical, unbonded and of one host: what a bond is made of. */
+function bondMembers(plan: Plan, poolId: string, ids: readonly string[]): Pif[] {
   const pifs = ids.map((id, i) => physicalPif(plan, poolId, id, `body.pifIds.${i}`))
   const host = pifs[0]?.$host
   if (pifs.length < 2 || pifs.some((pif) => pif.$host !== host)) {
     throw invalidParameters([{ path: 'body.pifIds', message: 'must name two PIFs or more of one host' }])
   }
-  const devices = pifs.map((pif) => pif.device)
-  const taken = new Set(plan.all('PIF').filter((pif) => pif.$pool === poolId).map((pif) => pif.device))
+  return pifs
+}
+
+/** The first `bond<N>` device the pool (or one host of it) does not use yet. */
+function freeBondDevice(plan: Plan, poolId: string, hostId?: string): string {
+  const taken = new Set(plan.all('PIF').filter((pif) => pif.$pool === poolId && (hostId === undefined || pif.$host === hostId)).map((pif) => pif.device))
   let index = 0
   while (taken.has(`bond${index}`)) index += 1
+  return `bond${index}`
+}
+
+/**
+ * A bond of `members` (of one host) on `network`, as XAPI's Bond.create: a
+ * bond taking the management interface takes its addresses and the
+ * management role.
+ */
+function addBond(plan: Plan, network: NetworkRecord, members: readonly Pif[], device: string): void {
+  const [first] = members
+  if (first === undefined) return
+  const managed = members.find((pif) => pif.management)
+  const master = addPif(plan, network, first, {
+    device,
+    vlan: -1,
+    isBondMaster: true,
+    bondSlaves: members.map((pif) => pif.id),
+    ...(managed === undefined
+      ? {}
+      : { management: true, disallowUnplug: true, ip: managed.ip, netmask: managed.netmask, gateway: managed.gateway, dns: managed.dns, mode: managed.mode }),
+  })
+  for (const pif of members) {
+    const slave = plan.edit(pif.id, 'PIF')
+    slave.isBondSlave = true
+    slave.bondMaster = master.id
+    // The bond carries the traffic and the addresses now.
+    Object.assign(slave, { management: false, disallowUnplug: false, ip: '', netmask: '', gateway: '', dns: '', mode: 'None' })
+  }
+}
+
+/**
+ * The PIFs name devices of one host; each host with all those devices gets a
+ * bond of them, as XO does with Bond.create host by host.
+ */
+function bondedNetwork(plan: Plan, poolId: string, params: Params): string {
+  const devices = bondMembers(plan, poolId, optionalStrings(params, 'pifIds') ?? []).map((pif) => pif.device)
+  const device = freeBondDevice(plan, poolId)
   const network = addNetwork(plan, poolId, params, { isBonded: true })
   for (const hostId of new Set(devicePifs(plan, poolId, devices[0] ?? '').map((pif) => pif.$host))) {
-    const slaves = devices.map((device) => devicePifs(plan, poolId, device).find((pif) => pif.$host === hostId))
+    const slaves = devices.map((name) => devicePifs(plan, poolId, name).find((pif) => pif.$host === hostId))
     // A host lacking one of the devices gets no bond.
     if (slaves.some((pif) => pif === undefined)) continue
-    const members = slaves.filter((pif): pif is Pif => pif !== undefined)
-    const [first] = members
-    if (first === undefined) continue
-    const managed = members.find((pif) => pif.management)
-    const master = addPif(plan, network, first, {
-      device: `bond${index}`,
-      vlan: -1,
-      isBondMaster: true,
-      bondSlaves: members.map((pif) => pif.id),
-      ...(managed === undefined
-        ? {}
-        : { management: true, disallowUnplug: true, ip: managed.ip, netmask: managed.netmask, gateway: managed.gateway, dns: managed.dns, mode: managed.mode }),
-    })
-    for (const pif of members) {
-      const slave = plan.edit(pif.id, 'PIF')
-      slave.isBondSlave = true
-      slave.bondMaster = master.id
-      // The bond carries the traffic and the addresses now.
-      Object.assign(slave, { management: false, disallowUnplug: false, ip: '', netmask: '', gateway: '', dns: '', mode: 'None' })
-    }
+    addBond(plan, network, slaves.filter((pif): pif is Pif => pif !== undefined), device)
   }
   return network.id
+}
+
+/** XAPI's Bond.create on a network that exists (network.create made it): one host's bond. */
+function bondOnNetwork(plan: Plan, networkId: string, pifIds: readonly string[]): void {
+  const network = plan.get(networkId, 'network')
+  const members = bondMembers(plan, network.$pool, pifIds)
+  const edited = plan.edit(networkId, 'network')
+  edited.isBonded = true
+  // XAPI names a bond after the bonds of its host.
+  addBond(plan, edited, members, freeBondDevice(plan, network.$pool, members[0]?.$host))
+}
+
+export async function createBond(op: Operation, networkId: string, pifIds: readonly string[]): Promise<void> {
+  preview(op.env, (plan) => bondOnNetwork(plan, networkId, pifIds))
+  await new Run(op, 1).apply((plan) => bondOnNetwork(plan, networkId, pifIds))
 }
 
 const creatingNetwork =

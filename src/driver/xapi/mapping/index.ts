@@ -27,7 +27,7 @@ const MAPPERS: Readonly<Record<string, Mapper>> = {
 }
 
 /** The classes an index fetches and follows: the mapped ones and those folded into them. */
-export const WATCHED_CLASSES = ['pool', 'host', 'host_metrics', 'VM', 'VM_metrics', 'VM_guest_metrics', 'SR', 'PBD', 'VDI', 'VBD', 'SM', 'network', 'PIF', 'VIF', 'message'] as const
+export const WATCHED_CLASSES = ['pool', 'host', 'host_metrics', 'VM', 'VM_metrics', 'VM_guest_metrics', 'SR', 'PBD', 'VDI', 'VBD', 'SM', 'network', 'PIF', 'Bond', 'VIF', 'message'] as const
 
 /** The XO record of a XAPI object, undefined for a class XO folds into another (metrics). */
 export function xoRecord(object: XapiObject, context: MappingContext): Fields | undefined {

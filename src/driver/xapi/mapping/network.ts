@@ -26,6 +26,9 @@ export function networkRecord({ ref, record: r }: XapiObject, context: MappingCo
 export function pifRecord({ ref, record: r }: XapiObject, context: MappingContext): Fields {
   const uuid = text(r['uuid'])
   const attached = bool(r['currently_attached'])
+  // XO reads a bond's members and master through its Bond record.
+  const bond = context.object(list(r['bond_master_of'])[0])
+  const bondOf = isRef(r['bond_slave_of']) ? context.object(r['bond_slave_of']) : undefined
   return defined({
     ...base('PIF', uuid, uuid, ref, context.poolId),
     device: text(r['device']),
@@ -48,6 +51,8 @@ export function pifRecord({ ref, record: r }: XapiObject, context: MappingContex
     disallowUnplug: bool(r['disallow_unplug']),
     isBondMaster: list(r['bond_master_of']).length > 0,
     isBondSlave: isRef(r['bond_slave_of']),
+    bondSlaves: bond === undefined ? undefined : ids(context, bond.record['slaves']),
+    bondMaster: bondOf === undefined ? undefined : context.id(bondOf.record['master']),
     $host: context.id(r['host']),
     $network: context.id(r['network']),
   })

@@ -150,7 +150,7 @@ export const createVm: XapiAction = async (env, target, rawParams, context) => {
   } catch (error) {
     // Not under the operation's signal: an aborted creation is taken back too.
     const cleanup = { signal: new AbortController().signal, userId: context.userId, progress: () => {} }
-    await destroyersByType['VM']?.({ object: target.object, pool, ref: vm, cls: 'VM' }, cleanup).catch(() => undefined)
+    await destroyersByType['VM']?.({ object: target.object, pool, ref: vm, cls: 'VM' }, cleanup, env).catch(() => undefined)
     throw error
   }
   return created(env, pool, 'VM', vm, 'VM')

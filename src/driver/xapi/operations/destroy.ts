@@ -1,8 +1,9 @@
 import type { OperationContext } from '../../types.js'
 import type { XapiPool } from '../types.js'
-import { isGone, step, type Target, type XapiFields } from './context.js'
+import { isGone, step, type Env, type Target, type XapiFields } from './context.js'
 
-export type XapiDestroyer = (target: Target, context: OperationContext) => Promise<void>
+/** `env` for the destroyers that check the index first. */
+export type XapiDestroyer = (target: Target, context: OperationContext, env: Env) => Promise<void>
 
 /** Runs a XAPI exchange on an object that may already be gone (XAPI, or the lab behind a simulator, took it along). */
 async function unlessGone(run: () => Promise<unknown>): Promise<void> {

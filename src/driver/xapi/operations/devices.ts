@@ -6,6 +6,7 @@ import { XapiError, type XapiLocation } from '../types.js'
 import { created, step, type Env, type Params, type Target, type XapiAction } from './context.js'
 import type { XapiDestroyer } from './destroy.js'
 import { newVdiRecord } from '../new-vdi.js'
+import { createSr } from './sr-lifecycle.js'
 
 /**
  * A VM's drives, interfaces and new disks, through XAPI's constructors and
@@ -120,7 +121,7 @@ const createVif: XapiCreator = async (env, params, context) => {
 }
 
 /** POST /<collection>, by type. */
-export const creatorsByType: Readonly<Record<string, XapiCreator>> = { VDI: createVdi, VBD: createVbd, VIF: createVif }
+export const creatorsByType: Readonly<Record<string, XapiCreator>> = { VDI: createVdi, VBD: createVbd, VIF: createVif, SR: createSr }
 
 const vmOf = (env: Env, device: XoRecord): XoRecord | undefined => env.index.getObject(String(device.type === 'VBD' ? device['VM'] : device['$VM']))
 

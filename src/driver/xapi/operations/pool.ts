@@ -1,9 +1,12 @@
-import { optionalInteger, optionalString, requiredString } from '../../lab/operations/params.js'
+import { incorrectState } from '../../../errors.js'
+import { optionalBoolean, optionalInteger, optionalString, requiredString } from '../../lab/operations/params.js'
 import type { OperationContext } from '../../types.js'
+import { listMissingPatches } from '../host-facts.js'
 import type { XapiPool } from '../types.js'
 import { created, step, type XapiAction, type XapiFields } from './context.js'
 import { createVm } from './create-vm.js'
 import { rebootHost } from './host.js'
+import { poolNetworkActions } from './pool-network.js'
 
 type Records = Readonly<Record<string, XapiFields>>
 
@@ -84,7 +87,13 @@ async function pinnedGuests(pool: XapiPool, host: string): Promise<Array<{ reado
  * again; the hosts rebooted before it stay so.
  */
 const rollingReboot: XapiAction = async (_env, { pool }, _params, context) => {
-  const hosts = await liveHosts(pool, 'first')
+  await rebootInTurn(pool, await liveHosts(pool, 'first'), context)
+  return undefined
+}
+
+/** Each host cleared, rebooted and back in turn, its pinned guests shut down around the reboot; `from` to 100 of the progress. */
+async function rebootInTurn(pool: XapiPool, hosts: readonly string[], context: OperationContext, from = 0): Promise<void> {
+  const share = (100 - from) / Math.max(hosts.length, 1)
   for (const [i, host] of hosts.entries()) {
     const stopped = await pinnedGuests(pool, host)
     for (const { ref } of stopped) await pool.callAsync('VM.hard_shutdown', [ref], { signal: context.signal })
@@ -92,7 +101,7 @@ const rollingReboot: XapiAction = async (_env, { pool }, _params, context) => {
       for (const { ref, paused } of stopped) await pool.callAsync('VM.start_on', [ref, host, paused, false])
     }
     try {
-      await rebootHost(pool, host, { ...context, progress: (percent) => context.progress((100 * i + percent) / hosts.length) })
+      await rebootHost(pool, host, { ...context, progress: (percent) => context.progress(from + share * i + (share * percent) / 100) })
     } catch (error) {
       // The reboot's failure is the answer; the guests are started again all the same.
       await restart().catch(() => undefined)
@@ -100,6 +109,40 @@ const rollingReboot: XapiAction = async (_env, { pool }, _params, context) => {
     }
     await restart()
   }
+}
+
+/**
+ * As the lab's rolling update, through XCP-ng's updater plugin as the
+ * reference installs updates (`updater.py` `update` on each host, then a
+ * rolling reboot): the hosts that lack updates, every one of them running,
+ * get them, then are rebooted in turn, the master last. A guest whose disks
+ * only its host reaches refuses it unless `shutdownPinnedVms`: then it is
+ * shut down and started again around its host's reboot. Hosts lacking
+ * nothing are left alone.
+ */
+const rollingUpdate: XapiAction = async (env, { pool }, params, context) => {
+  const { signal } = context
+  for (const ref of await pool.call<string[]>('host.get_all', [], { signal })) {
+    const host = env.locator.recordOf(pool, ref)
+    if (host !== undefined && host['power_state'] !== 'Running') throw incorrectState({ actual: host['power_state'], expected: 'Running', object: host.id, property: 'power_state' })
+  }
+  const hosts: string[] = []
+  for (const ref of await liveHosts(pool, 'last')) {
+    const host = env.locator.recordOf(pool, ref)
+    if (host !== undefined && (await listMissingPatches(env.locator, host, signal)).length > 0) hosts.push(ref)
+  }
+  if (optionalBoolean(params, 'shutdownPinnedVms') !== true) {
+    for (const host of hosts) {
+      const [pinned] = await pinnedGuests(pool, host)
+      const vm = pinned === undefined ? undefined : env.locator.recordOf(pool, pinned.ref)
+      if (vm !== undefined) throw incorrectState({ actual: vm['power_state'], expected: 'Halted', object: vm.id, property: 'power_state' })
+    }
+  }
+  for (const [i, host] of hosts.entries()) {
+    await pool.callAsync('host.call_plugin', [host, 'updater.py', 'update', {}], { signal })
+    context.progress((10 * (i + 1)) / hosts.length)
+  }
+  await rebootInTurn(pool, hosts, context, 10)
   return undefined
 }
 
@@ -116,9 +159,11 @@ const createInternalNetwork: XapiAction = async (env, { pool }, params, context)
 }
 
 export const poolActions: Readonly<Record<string, XapiAction>> = {
+  ...poolNetworkActions,
   create_internal_network: createInternalNetwork,
   create_vm: createVm,
   emergency_shutdown: emergencyShutdown,
   rolling_reboot: rollingReboot,
+  rolling_update: rollingUpdate,
 }
 

@@ -3,6 +3,7 @@ import { requiredString } from '../../lab/operations/params.js'
 import type { XoRecord } from '../../types.js'
 import { XapiError } from '../types.js'
 import { created, refOf, step, type Env, type XapiAction, type XapiFields } from './context.js'
+import { requireReachable } from './sr-reach.js'
 
 /** The lab refuses an ISO library's maintenance the same way. */
 function notIso(sr: XoRecord | undefined): void {
@@ -47,6 +48,8 @@ const migrateVdi: XapiAction = async (env: Env, target, params, context) => {
   notIso(env.index.getObject(String(vdi['$SR'])))
   if (vdi['$SR'] === srId) throw problem(`the disk is already on SR ${srId}`)
   if (env.index.getObject(srId)?.['content_type'] === 'iso') throw problem(`SR ${srId} is an ISO library`)
+  requireReachable(env, String(vdi['$SR']), undefined)
+  requireReachable(env, srId, undefined)
   const copy = await target.pool.callAsync<string>('VDI.pool_migrate', [target.ref, sr, {}], step(context))
   return created(env, target.pool, 'VDI', copy)
 }

@@ -6,11 +6,11 @@ import { destroyersByType, type XapiDestroyer } from './destroy.js'
  * it uses; a default template, shipped with the hosts, is refused as the lab
  * refuses it.
  */
-export const destroyTemplate: XapiDestroyer = async (target, context) => {
+export const destroyTemplate: XapiDestroyer = async (target, context, env) => {
   if (target.object['isDefaultTemplate'] === true) {
     throw incorrectState({ actual: true, expected: false, object: target.object.id, property: 'isDefaultTemplate' })
   }
   const destroyVm = destroyersByType['VM']
   if (destroyVm === undefined) throw new Error('the VM destroyer is missing')
-  await destroyVm(target, context)
+  await destroyVm(target, context, env)
 }

@@ -3,6 +3,7 @@ import { INSTALLATION_MARK } from '../../../installation.js'
 import { optionalString, optionalStringMap, requiredString } from '../../lab/operations/params.js'
 import type { OperationContext } from '../../types.js'
 import { created, refOf, step, type Target, type XapiAction } from './context.js'
+import { requireDisksReachable } from './sr-reach.js'
 
 /** A message taking the VM alone. */
 const plain =
@@ -45,7 +46,11 @@ const start: XapiAction = async (env, target, params, context) => {
   const { pool, ref } = target
   // start_paused and force false, as the reference starts a VM.
   if (hostId === undefined) await pool.callAsync('VM.start', [ref, false, false], step(context))
-  else await pool.callAsync('VM.start_on', [ref, refOf(env, target, hostId, 'host', 'body.hostId'), false, false], step(context))
+  else {
+    const host = refOf(env, target, hostId, 'host', 'body.hostId')
+    requireDisksReachable(env, target.object.id, hostId)
+    await pool.callAsync('VM.start_on', [ref, host, false, false], step(context))
+  }
   return undefined
 }
 
