@@ -27,6 +27,8 @@ const CONSOLE_PATH = /^\/api\/consoles\/([^/?#]+)$/
 export const MAX_CONSOLE_MESSAGE = 64 * 1024
 /** Updates waiting for a viewer that does not read, at most; past it the console is closed. */
 const MAX_UNSENT = 8 * 1024 * 1024
+/** Past this much unsent, a relayed console stops reading its pool until the viewer has taken it (a few full screens). */
+const RELAY_HIGH_WATER = 1024 * 1024
 
 export interface ConsoleUpgradeDeps {
   readonly authenticator: Authenticator
@@ -165,10 +167,25 @@ export class ConsoleUpgrades {
           ws.close(CLOSE.internalError, 'internal error')
         }
       })
-      link.start((bytes) => {
-        if (ws.readyState !== ws.OPEN) return
-        if (ws.bufferedAmount > MAX_UNSENT) return ws.close(CLOSE.policy, 'the viewer is not reading')
-        ws.send(bytes)
+      const waiting: Array<() => void> = []
+      const flushed = (): void => {
+        if (ws.bufferedAmount < RELAY_HIGH_WATER) for (const resume of waiting.splice(0)) resume()
+      }
+      link.start({
+        send: (bytes) => {
+          if (ws.readyState !== ws.OPEN) return true
+          if (ws.bufferedAmount > MAX_UNSENT) {
+            ws.close(CLOSE.policy, 'the viewer is not reading')
+            return true
+          }
+          ws.send(bytes, flushed)
+          return ws.bufferedAmount < RELAY_HIGH_WATER
+        },
+        drained: (resume) => {
+          waiting.push(resume)
+          flushed()
+        },
+        ended: (reason, failed = false) => ws.close(failed ? CLOSE.internalError : CLOSE.normal, reason.slice(0, 120)),
       })
     })
   }
