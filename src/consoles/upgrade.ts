@@ -35,8 +35,7 @@ export interface ConsoleUpgradeDeps {
   readonly scopeOf: (userId: string) => PrivilegeSet
   readonly getObject: (id: string) => XoRecord | undefined
   readonly consoles: OpenConsoles
-  /** undefined: this driver's consoles are not served */
-  readonly source: ConsoleSource | undefined
+  readonly source: ConsoleSource
   readonly log: Logger
   readonly requestLog: (entry: RequestLogEntry) => void
   readonly observe: (route: string, method: string, status: number, seconds: number) => void
@@ -130,16 +129,12 @@ export class ConsoleUpgrades {
     if (!hasLiveConsole(object)) {
       throw new KeelError('INCORRECT_STATE', `the ${object.type} is not running: it has no console`, { id, expected: 'Running', actual: (object as { power_state?: unknown }).power_state })
     }
-    if (this.#deps.source === undefined) {
-      throw new KeelError('SERVICE_UNAVAILABLE', 'consoles of this driver are not served', { reason: 'console relay not supported by this driver' })
-    }
     this.#deps.consoles.checkRoom(principal.id)
     return { principal, object }
   }
 
   #open(req: IncomingMessage, socket: Duplex, head: Buffer, principal: Principal, object: XoRecord, upgraded: () => void): void {
     const { consoles, source, authenticator, log, openStreams } = this.#deps
-    if (source === undefined) return
     const credential = authenticator.credentialOf({ cookie: req.headers.cookie, authorization: req.headers.authorization }, principal)
     this.#server.handleUpgrade(req, socket, head, (ws: WebSocket) => {
       upgraded()
