@@ -1,4 +1,6 @@
+import { X509Certificate } from 'node:crypto'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import pino from 'pino'
 import t from 'tap'
@@ -8,6 +10,9 @@ import { xapiConsoles, type ConsoleTunnels } from '../../src/driver/xapi/console
 import { XapiError, type XapiPool } from '../../src/driver/xapi/types.js'
 import type { TestScope } from '../helpers/lab.js'
 import { simulatedPool } from '../helpers/xapi-driver.js'
+import { PASSWORD, startSimulator } from '../helpers/xapi-simulator.js'
+import { XapiDriver } from '../../src/driver/xapi/driver.js'
+import { certificateFile } from '../../src/simulator/certificate.js'
 
 const VM: XoRecord = { id: 'vm-1', type: 'VM', _xapiRef: 'OpaqueRef:vm-1' }
 const HOST: XoRecord = { id: 'host-1', type: 'host', controlDomain: 'dom0-1' }
@@ -223,4 +228,24 @@ t.test('a tunnel through the simulator: the pool\u2019s RFB with the driver\u201
   await pool.disconnect()
   await closed
   t.pass('closed with the connection')
+})
+
+t.test('a tunnel over TLS, held to the pool\u2019s pinned certificate', async (t) => {
+  const simulator = await startSimulator(t, { tls: { names: ['127.0.0.1'] } })
+  const pem = readFileSync(certificateFile(simulator.dataDir), 'utf8')
+  const fingerprint = new X509Certificate(pem.slice(pem.indexOf('-----BEGIN CERTIFICATE-----'))).fingerprint256
+  const driver = new XapiDriver({ graceDelay: 0 })
+  t.teardown(() => driver.close())
+  await driver.connect({ host: simulator.url, username: 'root', password: PASSWORD, allowUnauthorized: false, fingerprint, readOnly: false }, new AbortController().signal)
+  const [pool] = driver.pools
+  if (pool === undefined) throw new Error('no pool')
+  // The simulator's certificate is its own: asked through the driver's connection, which pins it.
+  const vms = await pool.call<Record<string, { power_state: string; is_control_domain: boolean; consoles: string[] }>>('VM.get_all_records', [])
+  const running = Object.values(vms).find((vm) => vm.power_state === 'Running' && !vm.is_control_domain)
+  const location = await pool.call<string>('console.get_location', [running?.consoles[0]])
+  t.match(location, /^https:\/\/127\.0\.0\.\d+:\d+\/console\?ref=OpaqueRef:/)
+  const socket = await driver.tunnel(pool, location)
+  t.teardown(() => socket.destroy())
+  const [first] = (await once(socket, 'data')) as [Buffer]
+  t.equal(first.toString(), 'RFB 003.008\n')
 })
