@@ -60,6 +60,11 @@ export class SimulatedConsoles {
     for (const entry of this.#byRef.values()) for (const socket of entry.sockets) socket.destroy()
   }
 
+  /** The host `hostRef` went down (fault injection): the connections to its consoles break with it. */
+  hostStopped(hostRef: string): void {
+    for (const entry of this.#byRef.values()) if (entry.hostRef === hostRef) for (const socket of entry.sockets) socket.destroy()
+  }
+
   /**
    * `CONNECT /console?ref=<console or VM ref>&session_id=...` received by
    * the host `hostRef`: 401 for a session that is not valid, 500 for a ref

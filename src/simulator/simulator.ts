@@ -123,7 +123,9 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
       roles.addresses = members
       const listener = (ref: string): RequestListener =>
         roles.listener(ref, rpcListener(delayed, maxBody, handleTransfer(ref)), rpcListener(memberOf(() => roles.masterAddress()), maxBody, handleTransfer(ref)))
-      const connect = (ref: string) => (request: IncomingMessage, socket: Duplex, head: Buffer) => consoles.connect(ref, request, socket, head)
+      const connect = (ref: string) => (request: IncomingMessage, socket: Duplex, head: Buffer) =>
+        roles.isStopped(ref) ? socket.destroy() : consoles.connect(ref, request, socket, head)
+      roles.onStop((ref) => consoles.hostStopped(ref))
       const first = masterRef()
       const bound = await serve(listener(first), connect(first), port, host, [...members.values()])
       // Each host answers on its own loopback address; the members send clients to the master.

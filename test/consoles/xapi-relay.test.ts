@@ -1,6 +1,7 @@
 import t from 'tap'
 import { mustOpen, typeAndSee } from '../helpers/console-socket.js'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, startServer } from '../helpers/server.js'
+import { injectFault } from '../helpers/xapi-driver.js'
 import { PASSWORD, startSimulator } from '../helpers/xapi-simulator.js'
 
 interface Vm {
@@ -54,5 +55,12 @@ t.test('consoles over the XAPI driver: relayed from the host the VM runs on (iss
     t.equal(stop.status, 202)
     t.same(await closed, { code: 1000, reason: 'the VM stopped' })
     t.equal((await server.json<Vm>(`/rest/v0/vms/${onMember.id}`)).body.power_state, 'Halted')
+  })
+
+  t.test('a host of the pool going down closes the consoles it served', async (t) => {
+    const { closed, viewer } = await mustOpen(server.url, member.id, admin)
+    await typeAndSee(viewer, 'b')
+    await injectFault(xapi.url, { stop_member: member.address })
+    t.same(await closed, { code: 1000, reason: 'the pool closed the console' })
   })
 })

@@ -2,6 +2,7 @@ import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import t from 'tap'
 import { RfbViewer } from '../helpers/rfb-client.js'
+import { injectFault } from '../helpers/xapi-driver.js'
 import { startSimulator, taskOutcome, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 type Records = Record<string, Record<string, unknown>>
@@ -148,4 +149,30 @@ t.test('console records and the CONNECT /console handler (issue 31)', async (t) 
     const [again] = await xapi.call<string[]>('VM.get_consoles', [session, vmRef])
     t.ok(again !== undefined && again !== ref, 'a new console')
   })
+})
+
+t.test('a host stopped (the stop_member fault) breaks its consoles\u2019 connections and answers no other', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const master = await xapi.call<string>('pool.get_master', [session, (await xapi.call<string[]>('pool.get_all', [session]))[0]])
+  const vms = await xapi.call<Records>('VM.get_all_records', [session])
+  const onMember = Object.values(vms).find((vm) => vm['power_state'] === 'Running' && vm['is_control_domain'] === false && vm['resident_on'] !== master)
+  const [ref] = (onMember?.['consoles'] ?? []) as string[]
+  if (onMember === undefined || ref === undefined) throw new Error('the demo lab has a VM running on a member')
+  const location = await xapi.call<string>('console.get_location', [session, ref])
+  const answer = await rawConnect(location, `/console?ref=${ref}&session_id=${session}`)
+  t.equal(answer.head, 'HTTP/1.1 200 OK')
+  const broken = once(answer.socket, 'close')
+  await injectFault(xapi.url, { stop_member: new URL(location).hostname })
+  await broken
+  t.pass('the open connection is broken')
+  const url = new URL(location)
+  const again = connect(Number(url.port), url.hostname)
+  const received: Buffer[] = []
+  again.on('data', (chunk: Buffer) => received.push(chunk))
+  again.on('error', () => undefined)
+  await once(again, 'connect')
+  again.write(`CONNECT /console?ref=${ref}&session_id=${session} HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`)
+  await once(again, 'close')
+  t.same(received, [], 'a new one is reset, unanswered')
 })
