@@ -93,9 +93,11 @@ export class SimulatedConsoles {
     // A host's console is its control domain's: the lab draws the host's.
     const subject = vm.type === 'VM-controller' ? (this.#services.driver.getObject(String(vm['$container'])) ?? vm) : vm
     socket.write('HTTP/1.1 200 OK\r\n\r\n')
+    // A client that does not read is not read either: its next update requests wait until the screens sent so far are taken.
     const rfb = new RfbSession(new LabTerminal(subjectOf(subject)), (bytes) => {
-      if (!socket.destroyed) socket.write(bytes)
+      if (!socket.destroyed && !socket.write(bytes)) socket.pause()
     })
+    socket.on('drain', () => socket.resume())
     entry.sockets.add(socket)
     socket.once('close', () => entry.sockets.delete(socket))
     const receive = (bytes: Buffer): void => {
