@@ -48,6 +48,7 @@ import { TokenStore } from './auth/tokens.js'
 import { Directory } from './auth/users.js'
 import type { Config } from './config/config.js'
 import { LabDriver } from './driver/lab/driver.js'
+import { xapiConsoles } from './driver/xapi/console.js'
 import { XapiDriver, type XapiDriverOptions } from './driver/xapi/driver.js'
 import type { LabSpec } from './driver/lab/spec.js'
 import { checkCapabilities } from './driver/capabilities.js'
@@ -371,8 +372,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       clock,
       log,
     }),
-    // The XAPI driver's relay of its pools' consoles is not written yet: only the lab's are served.
-    source: xapi === undefined ? labConsoles : undefined,
+    source: xapi === undefined ? labConsoles : xapiConsoles(xapi, log),
     log,
     requestLog: serviceLog.request,
     observe: (route, method, status, seconds) => metrics.observeRequest(route, method, status, seconds),

@@ -27,14 +27,15 @@ const CONSOLE_PATH = /^\/api\/consoles\/([^/?#]+)$/
 export const MAX_CONSOLE_MESSAGE = 64 * 1024
 /** Updates waiting for a viewer that does not read, at most; past it the console is closed. */
 const MAX_UNSENT = 8 * 1024 * 1024
+/** Past this much unsent, a relayed console stops reading its pool until the viewer has taken it (a few full screens). */
+const RELAY_HIGH_WATER = 1024 * 1024
 
 export interface ConsoleUpgradeDeps {
   readonly authenticator: Authenticator
   readonly scopeOf: (userId: string) => PrivilegeSet
   readonly getObject: (id: string) => XoRecord | undefined
   readonly consoles: OpenConsoles
-  /** undefined: this driver's consoles are not served */
-  readonly source: ConsoleSource | undefined
+  readonly source: ConsoleSource
   readonly log: Logger
   readonly requestLog: (entry: RequestLogEntry) => void
   readonly observe: (route: string, method: string, status: number, seconds: number) => void
@@ -128,16 +129,12 @@ export class ConsoleUpgrades {
     if (!hasLiveConsole(object)) {
       throw new KeelError('INCORRECT_STATE', `the ${object.type} is not running: it has no console`, { id, expected: 'Running', actual: (object as { power_state?: unknown }).power_state })
     }
-    if (this.#deps.source === undefined) {
-      throw new KeelError('SERVICE_UNAVAILABLE', 'consoles of this driver are not served', { reason: 'console relay not supported by this driver' })
-    }
     this.#deps.consoles.checkRoom(principal.id)
     return { principal, object }
   }
 
   #open(req: IncomingMessage, socket: Duplex, head: Buffer, principal: Principal, object: XoRecord, upgraded: () => void): void {
     const { consoles, source, authenticator, log, openStreams } = this.#deps
-    if (source === undefined) return
     const credential = authenticator.credentialOf({ cookie: req.headers.cookie, authorization: req.headers.authorization }, principal)
     this.#server.handleUpgrade(req, socket, head, (ws: WebSocket) => {
       upgraded()
@@ -165,10 +162,25 @@ export class ConsoleUpgrades {
           ws.close(CLOSE.internalError, 'internal error')
         }
       })
-      link.start((bytes) => {
-        if (ws.readyState !== ws.OPEN) return
-        if (ws.bufferedAmount > MAX_UNSENT) return ws.close(CLOSE.policy, 'the viewer is not reading')
-        ws.send(bytes)
+      const waiting: Array<() => void> = []
+      const flushed = (): void => {
+        if (ws.bufferedAmount < RELAY_HIGH_WATER) for (const resume of waiting.splice(0)) resume()
+      }
+      link.start({
+        send: (bytes) => {
+          if (ws.readyState !== ws.OPEN) return true
+          if (ws.bufferedAmount > MAX_UNSENT) {
+            ws.close(CLOSE.policy, 'the viewer is not reading')
+            return true
+          }
+          ws.send(bytes, flushed)
+          return ws.bufferedAmount < RELAY_HIGH_WATER
+        },
+        drained: (resume) => {
+          waiting.push(resume)
+          flushed()
+        },
+        ended: (reason, failed = false) => ws.close(failed ? CLOSE.internalError : CLOSE.normal, reason.slice(0, 120)),
       })
     })
   }

@@ -44,6 +44,7 @@ export class PoolRoles {
   readonly #feed: LabFeed
   readonly #masterRef: () => string
   readonly #stopped = new Set<string>()
+  readonly #onStop = new Set<(ref: string) => void>()
   #addresses = new Map<string, string>()
 
   constructor(db: XapiDatabase, feed: LabFeed, masterRef: () => string) {
@@ -60,6 +61,16 @@ export class PoolRoles {
   /** Where the host `ref` answers; undefined when the simulator does not listen on an address of its own for it. */
   addressOf(ref: string): string | undefined {
     return this.#addresses.get(ref)
+  }
+
+  /** Whether the host `ref` has been stopped (it resets every connection). */
+  isStopped(ref: string): boolean {
+    return this.#stopped.has(ref)
+  }
+
+  /** Calls `listener` with each host stopped, for what it holds open (its consoles' connections) to go with it. */
+  onStop(listener: (ref: string) => void): void {
+    this.#onStop.add(listener)
   }
 
   masterAddress(): string {
@@ -80,7 +91,7 @@ export class PoolRoles {
     const ref = [...this.#addresses].find(([, at]) => at === address)?.[0]
     if (ref === undefined) return `no host answers at ${address} (listen on 127.0.0.x for a pool of several hosts)`
     if (ref === this.#masterRef()) return `${address} is the master's address: stop_master stops the master`
-    this.#stopped.add(ref)
+    this.#stop(ref)
     return undefined
   }
 
@@ -89,8 +100,13 @@ export class PoolRoles {
     const current = this.#masterRef()
     const next = [...this.#addresses.keys()].find((ref) => ref !== current && !this.#stopped.has(ref))
     if (next === undefined) return 'no other host answers to take over as master (listen on 127.0.0.x for a pool of several hosts)'
-    this.#stopped.add(current)
+    this.#stop(current)
     for (const pool of this.#db.ofClass('pool')) this.#feed.overlay(pool.ref, { master: next })
     return undefined
+  }
+
+  #stop(ref: string): void {
+    this.#stopped.add(ref)
+    for (const listener of this.#onStop) listener(ref)
   }
 }

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { WorkerPool } from '../../workers/pool.js'
@@ -8,6 +9,7 @@ import { openDatabase, type Db } from '../store/database.js'
 import { NULL_REF } from '../xapi/datamodel/index.js'
 import { actionHandlers, SIMULATOR_USER } from './actions.js'
 import { Dispatcher, type Explicit } from './calls.js'
+import { SimulatedConsoles } from './consoles.js'
 import { deviceHandlers } from './devices.js'
 import type { Services } from './context.js'
 import { XapiDatabase } from './database.js'
@@ -90,6 +92,7 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
   const transfers = new Transfers(services, tasks, faults, workers, (hostRef) => roles.addressOf(hostRef))
   const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY
   const rrd = new RrdUpdates(services, stats)
+  const consoles = new SimulatedConsoles(services)
   const handleTransfer =
     (hostRef: string) =>
     (request: IncomingMessage, response: ServerResponse): boolean =>
@@ -103,8 +106,9 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
   }
   const scheme = options.tls === undefined ? 'http' : 'https'
   const servers: Server[] = []
-  const serve = async (listener: RequestListener, port: number, host: string, names: readonly string[]): Promise<number> => {
+  const serve = async (listener: RequestListener, connect: (request: IncomingMessage, socket: Duplex, head: Buffer) => void, port: number, host: string, names: readonly string[]): Promise<number> => {
     const server = options.tls === undefined ? createServer(listener) : createHttpsServer(await serverCertificate(options.dataDir, [...options.tls.names, ...names]), listener)
+    server.on('connect', connect)
     servers.push(server)
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
@@ -120,17 +124,22 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
       roles.addresses = members
       const listener = (ref: string): RequestListener =>
         roles.listener(ref, rpcListener(delayed, maxBody, handleTransfer(ref)), rpcListener(memberOf(() => roles.masterAddress()), maxBody, handleTransfer(ref)))
+      const connect = (ref: string) => (request: IncomingMessage, socket: Duplex, head: Buffer) =>
+        roles.isStopped(ref) ? socket.destroy() : consoles.connect(ref, request, socket, head)
+      roles.onStop((ref) => consoles.hostStopped(ref))
       const first = masterRef()
-      const bound = await serve(listener(first), port, host, [...members.values()])
+      const bound = await serve(listener(first), connect(first), port, host, [...members.values()])
       // Each host answers on its own loopback address; the members send clients to the master.
       for (const [ref, address] of members) {
         feed.overlay(ref, { address })
-        if (ref !== first) await serve(listener(ref), bound, address, [])
+        if (ref !== first) await serve(listener(ref), connect(ref), bound, address, [])
       }
+      consoles.start({ scheme, port: bound, host, addressOf: (ref) => members.get(ref) })
       return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}`
     },
     close: async () => {
       shutdown.abort()
+      consoles.stop()
       for (const server of servers) server.closeAllConnections()
       await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))))
       feed.stop()

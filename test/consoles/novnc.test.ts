@@ -8,7 +8,6 @@ import { demoIds } from '../helpers/demo-lab.js'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer } from '../helpers/server.js'
 
 const missing = browserMissing()
-const xapi = process.env['KEEL_TEST_DRIVER'] === 'xapi' ? 'the XAPI driver does not relay consoles yet' : undefined
 
 /** noVNC's own files, as its package ships them: `core/rfb.js` is an ES module importing the rest. */
 const novncRoot = dirname(dirname(createRequire(import.meta.url).resolve('@novnc/novnc')))
@@ -56,7 +55,7 @@ const novncFiles = defineRoute({
   },
 })
 
-t.test('noVNC, the reference\'s console client, in Chromium', { skip: missing ?? xapi ?? false }, async (t) => {
+t.test('noVNC, the reference\'s console client, in Chromium', { skip: missing ?? false }, async (t) => {
   // noVNC and the page are served at Keel's own origin, as a web UI served beside the API would be.
   const server = await startServer({ app: { extraRoutes: [novncFiles] } })
   t.teardown(() => server.close())

@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { DEFAULT_INDEX_WAIT } from '../index-waits.js'
 import type { WaitOptions } from '../types.js'
 import { onHost } from './address.js'
 import { TokenBarrier } from './barrier.js'
-import { handlerRequest } from './http-handlers.js'
+import { handlerRequest, openTunnel } from './http-handlers.js'
 import { Limiter } from './limiter.js'
 import type { Rpc, XapiRecorder } from './recorder.js'
 import { TaskFollowers, taskOutcome, type TaskRecord } from './tasks.js'
@@ -60,6 +61,8 @@ export class XapiConnection implements XapiPool {
   #current: string | undefined
   #failover: Promise<void> | undefined
   #members: readonly string[] = []
+  /** connections through CONNECT handlers: they end with the connection */
+  readonly #tunnels = new Set<Duplex>()
   #poolId = ''
   #poolRef = ''
   #closed = false
@@ -172,6 +175,29 @@ export class XapiConnection implements XapiPool {
     return this.#settings.recorder === undefined ? send() : this.#settings.recorder.handler(request.method, request.path, request.query, send)
   }
 
+  /**
+   * A raw connection through the CONNECT handler at `location` (a console's:
+   * `https://<host>/console?ref=...`) with the pool's session, on the host the
+   * location names, with the scheme, port and TLS trust of the pool's own
+   * connection; closed when the pool's connection closes or is lost.
+   */
+  async tunnel(location: string): Promise<Duplex> {
+    const session = await this.#sessionRef()
+    const named = new URL(location)
+    const url = onHost(this.#origin, named.hostname)
+    url.pathname = named.pathname
+    url.search = named.search
+    url.searchParams.set('session_id', session)
+    const socket = await openTunnel(url, this.#agent.agent, this.#callTimeout)
+    if (this.#closed) {
+      socket.destroy()
+      throw new XapiTransportError('the connection is closed')
+    }
+    this.#tunnels.add(socket)
+    socket.once('close', () => this.#tunnels.delete(socket))
+    return socket
+  }
+
   async settled(options: WaitOptions = {}): Promise<void> {
     const token = await this.call<string>('event.inject', ['pool', this.#poolRef])
     await this.barrier.wait(token, options.timeout ?? DEFAULT_INDEX_WAIT)
@@ -188,6 +214,7 @@ export class XapiConnection implements XapiPool {
       if (ref !== undefined) await this.#rpc(this.#target(), 'session.logout', [ref], { timeout: 5_000 }).catch(() => undefined)
     }
     this.#closed = true
+    for (const socket of this.#tunnels) socket.destroy()
     this.#agent.agent.destroy()
     await this.#settings.recorder?.close()
   }

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { KeelError } from '../../errors.js'
 import { IndexWaits, DEFAULT_INDEX_WAIT } from '../index-waits.js'
@@ -223,6 +224,13 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
     if (pool === undefined || typeof ref !== 'string') return undefined
     const cls = pool.index.classOf(ref)
     return cls === undefined || pool.index.records.get(ref)?.id !== record.id ? undefined : { pool: pool.connection, ref, cls }
+  }
+
+  /** A raw connection through the CONNECT handler at `location` on `pool` (its console relay's), closed with the pool's connection. */
+  tunnel(pool: XapiPool, location: string): Promise<Duplex> {
+    const connection = this.#pools.get(pool.poolId)?.connection
+    if (connection === undefined) return Promise.reject(new XapiError('HANDLE_INVALID', ['pool', pool.poolId]))
+    return connection.tunnel(location)
   }
 
   recordOf(pool: XapiPool, ref: string): XoRecord | undefined {

@@ -1,5 +1,6 @@
 import { request as httpRequest, type Agent, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
+import type { Duplex } from 'node:stream'
 import { XapiTransportError } from './transport.js'
 import { XapiError, type XapiHttpRequest } from './types.js'
 
@@ -39,4 +40,31 @@ export async function handlerRequest(origin: URL, agent: Agent, session: string,
     }
     throw new XapiError('HTTP_HANDLER_FAILED', [request.path, String(status)])
   }
+}
+
+/**
+ * A raw connection through a CONNECT handler (a console's `location`):
+ * XAPI answers `200 OK` and a blank line, then the connection carries the
+ * handler's own bytes both ways. Node hands over the socket whatever the
+ * status; another status is a refusal (401 for the session, 500 for a VM not
+ * running there), its page discarded.
+ */
+export function openTunnel(url: URL, agent: Agent, timeout: number): Promise<Duplex> {
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest
+  return new Promise((resolve, reject) => {
+    const req = send(url, { method: 'CONNECT', agent, timeout })
+    req.once('timeout', () => req.destroy(new XapiTransportError(`${url.host}: no answer within ${timeout} ms`, { timedOut: true })))
+    req.once('error', (error) => reject(error instanceof XapiTransportError ? error : new XapiTransportError(`${url.host}: ${error.message}`, { cause: error })))
+    req.once('connect', (response: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const status = response.statusCode ?? 0
+      if (status !== 200) {
+        socket.destroy()
+        reject(new XapiError('HTTP_HANDLER_FAILED', [url.pathname, String(status)]))
+        return
+      }
+      if (head.length > 0) socket.unshift(head)
+      resolve(socket)
+    })
+    req.end()
+  })
 }

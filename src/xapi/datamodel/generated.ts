@@ -1684,11 +1684,38 @@ export const CLASSES: readonly ClassDef[] = [
       ["create",[["session_id","session ref"],["name","string"],["priority","int"],["cls","enum cls"],["obj_uuid","string"],["body","string"]],"message ref",false],
     ],
   },
+  {
+    name: "console",
+    fields: [
+      ["uuid","string","RO/runtime"],
+      ["protocol","enum console_protocol","RO/runtime"],
+      ["location","string","RO/runtime"],
+      ["VM","VM ref","RO/runtime"],
+      ["other_config","(string -> string) map","RW"],
+    ],
+    messages: [
+      ["get_all_records",[["session_id","session ref"]],"(console ref -> console record) map",true],
+      ["get_all",[["session_id","session ref"]],"console ref set",true],
+      ["remove_from_other_config",[["session_id","session ref"],["self","console ref"],["key","string"]],"void",true],
+      ["add_to_other_config",[["session_id","session ref"],["self","console ref"],["key","string"],["value","string"]],"void",true],
+      ["set_other_config",[["session_id","session ref"],["self","console ref"],["value","(string -> string) map"]],"void",true],
+      ["get_other_config",[["session_id","session ref"],["self","console ref"]],"(string -> string) map",true],
+      ["get_VM",[["session_id","session ref"],["self","console ref"]],"VM ref",true],
+      ["get_location",[["session_id","session ref"],["self","console ref"]],"string",true],
+      ["get_protocol",[["session_id","session ref"],["self","console ref"]],"enum console_protocol",true],
+      ["get_uuid",[["session_id","session ref"],["self","console ref"]],"string",true],
+      ["destroy",[["session_id","session ref"],["self","console ref"]],"void",true],
+      ["create",[["session_id","session ref"],["args","console record"]],"console ref",true],
+      ["get_by_uuid",[["session_id","session ref"],["uuid","string"]],"console ref",true],
+      ["get_record",[["session_id","session ref"],["self","console ref"]],"console record",true],
+    ],
+  },
 ]
 
 export const ENUMS: readonly EnumDef[] = [
   {"name":"bond_mode","values":["balance-slb","active-backup","lacp"]},
   {"name":"cls","values":["VM","Host","SR","Pool","VMPP","VMSS","PVS_proxy","VDI","Certificate"]},
+  {"name":"console_protocol","values":["vt100","rfb","rdp"]},
   {"name":"domain_type","values":["hvm","pv","pv_in_pvh","pvh","unspecified"]},
   {"name":"event_operation","values":["add","del","mod"]},
   {"name":"host_allowed_operations","values":["provision","evacuate","shutdown","reboot","power_on","vm_start","vm_resume","vm_migrate","apply_updates","enable"]},
