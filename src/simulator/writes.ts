@@ -43,7 +43,7 @@ const labFailure = (error: unknown, field: string, value: XmlRpcValue): XapiFail
 
 /**
  * Sets one field of an object. What the lab models goes through the lab, so
- * Keel's REST API and a restart see it; what it does not is laid over the
+ * Keel's REST API and a restart see it (a VM's other_config among it); what it does not is laid over the
  * lab's record (LabFeed.overlay); the simulator's own objects (sessions,
  * tasks) are rewritten in place.
  */
@@ -66,6 +66,11 @@ export async function setField(services: Services, cls: string, ref: string, fie
     const current = new Set(Array.isArray(lab['tags']) ? lab['tags'].map(String) : [])
     for (const tag of current) if (!wanted.has(tag)) await services.driver.setTag(lab, tag, false)
     for (const tag of wanted) if (!current.has(tag)) await services.driver.setTag(lab, tag, true)
+    return
+  }
+  // Keel's own marks live there (a backup snapshot's, a VM's creation): the lab keeps them with its records, as XAPI's database does.
+  if (cls === 'VM' && field === 'other_config' && lab['_xapiRef'] === ref) {
+    await services.driver.setOtherConfig(lab, Object.fromEntries(Object.entries(asMap(value)).map(([key, item]) => [key, String(item)])))
     return
   }
   const derive = DERIVED[cls]?.[field]
