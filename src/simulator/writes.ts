@@ -3,9 +3,13 @@ import type { XmlRpcValue } from '../xapi/xml-rpc.js'
 import type { Services } from './context.js'
 import { invalidValue, XapiFailure } from './failures.js'
 
-/** XAPI fields the lab's PATCH sets, by class: the XAPI name and the lab's, whose setters differ by type. */
+/**
+ * XAPI fields the lab's PATCH sets, by class: the XAPI name and the lab's,
+ * whose setters differ by type. A VM's tags go whole too, in one lab change
+ * (other types' a tag at a time, their PATCH taking no tags).
+ */
 const LAB_FIELDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  VM: { name_label: 'nameLabel', name_description: 'nameDescription', ha_restart_priority: 'highAvailability', start_delay: 'startDelay' },
+  VM: { name_label: 'nameLabel', name_description: 'nameDescription', ha_restart_priority: 'highAvailability', start_delay: 'startDelay', tags: 'tags' },
   VDI: { name_label: 'name_label', name_description: 'name_description' },
   VIF: { locking_mode: 'lockingMode', ipv4_allowed: 'allowedIpv4Addresses', ipv6_allowed: 'allowedIpv6Addresses' },
   SR: { name_label: 'name_label', name_description: 'name_description' },
