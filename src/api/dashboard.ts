@@ -189,12 +189,14 @@ interface Computed {
 export function dashboardRoutes(deps: DashboardDeps): RouteDef[] {
   // The last dashboard of each pool, while its members, its record and the second stay the same.
   const computed = new Map<string, Computed>()
-  const dashboardOf = (pool: XoRecord): Dashboard => {
+  const dashboardOf = async (pool: XoRecord): Promise<Dashboard> => {
     const members = deps.members.of(pool.id)
+    const last = computed.get(pool.id)
+    if (last !== undefined && last.version === members.version && last.pool === pool && last.step === Math.floor(deps.clock() / USAGE_STEP)) return last.dashboard
+    // Figures the driver reads from the pool (the XAPI driver: the hosts' RRDs) are read before the sums.
+    await deps.driver.readUsage?.(members.hosts.values())
     const now = deps.clock()
     const step = Math.floor(now / USAGE_STEP)
-    const last = computed.get(pool.id)
-    if (last !== undefined && last.version === members.version && last.pool === pool && last.step === step) return last.dashboard
     const dashboard = poolDashboard(members, pool, deps.driver, now)
     computed.set(pool.id, { version: members.version, pool, step, dashboard })
     return dashboard
@@ -220,7 +222,7 @@ export function dashboardRoutes(deps: DashboardDeps): RouteDef[] {
           throw noSuchObject(id, 'pool')
         }
         requirePrivilege(principal, 'pool', 'read', pool, id)
-        const dashboard = dashboardOf(pool)
+        const dashboard = await dashboardOf(pool)
         if (query['ndjson'] === true) await streamChunks(res, 200, NDJSON_TYPE, ndjsonSections(dashboard))
         else sendJson(res, 200, dashboard)
       },

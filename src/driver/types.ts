@@ -159,6 +159,12 @@ export interface Driver extends DriverOperations {
   getObject(id: string): XoRecord | undefined
   /** Current usage of a host or VM at `now` (ms). */
   usage(object: XoRecord, now: number): UsageFigures
+  /**
+   * Reads the figures `usage` then gives for these objects, where the driver
+   * reads them from the pool rather than computing them (the XAPI driver: the
+   * hosts' RRDs). Absent where `usage` needs nothing read first.
+   */
+  readUsage?(objects: Iterable<XoRecord>): Promise<void>
   /** Subscribes to every change from now on; returns the unsubscribe function. */
   subscribe(listener: ChangeListener): () => void
   /**

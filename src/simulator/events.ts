@@ -68,6 +68,12 @@ function coalesce(events: readonly XapiEvent[]): XapiEvent[] {
   return [...last.values()].sort((a, b) => a.id - b.id)
 }
 
+/**
+ * Resolves after the first change, once the turn that made it is over: a call
+ * that writes an object several times in a row (set_tags, a tag at a time in
+ * the lab) is answered as one event, as XAPI commits a call's write before
+ * any event.from sees it, rather than its first write alone and the rest later.
+ */
 function waitForChange(db: XapiDatabase, ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
@@ -77,7 +83,10 @@ function waitForChange(db: XapiDatabase, ms: number, signal: AbortSignal): Promi
       resolve()
     }
     const timer = setTimeout(done, ms)
-    const stop = db.onChange(done)
+    const stop = db.onChange(() => {
+      stop()
+      setImmediate(done)
+    })
     signal.addEventListener('abort', done)
   })
 }

@@ -3,9 +3,13 @@ import type { XmlRpcValue } from '../xapi/xml-rpc.js'
 import type { Services } from './context.js'
 import { invalidValue, XapiFailure } from './failures.js'
 
-/** XAPI fields the lab's PATCH sets, by class: the XAPI name and the lab's, whose setters differ by type. */
+/**
+ * XAPI fields the lab's PATCH sets, by class: the XAPI name and the lab's,
+ * whose setters differ by type. A VM's tags go whole too, in one lab change
+ * (other types' a tag at a time, their PATCH taking no tags).
+ */
 const LAB_FIELDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  VM: { name_label: 'nameLabel', name_description: 'nameDescription', ha_restart_priority: 'highAvailability', start_delay: 'startDelay' },
+  VM: { name_label: 'nameLabel', name_description: 'nameDescription', ha_restart_priority: 'highAvailability', start_delay: 'startDelay', tags: 'tags' },
   VDI: { name_label: 'name_label', name_description: 'name_description' },
   VIF: { locking_mode: 'lockingMode', ipv4_allowed: 'allowedIpv4Addresses', ipv6_allowed: 'allowedIpv6Addresses' },
   SR: { name_label: 'name_label', name_description: 'name_description' },
@@ -43,7 +47,7 @@ const labFailure = (error: unknown, field: string, value: XmlRpcValue): XapiFail
 
 /**
  * Sets one field of an object. What the lab models goes through the lab, so
- * Keel's REST API and a restart see it; what it does not is laid over the
+ * Keel's REST API and a restart see it (a VM's other_config among it); what it does not is laid over the
  * lab's record (LabFeed.overlay); the simulator's own objects (sessions,
  * tasks) are rewritten in place.
  */
@@ -66,6 +70,11 @@ export async function setField(services: Services, cls: string, ref: string, fie
     const current = new Set(Array.isArray(lab['tags']) ? lab['tags'].map(String) : [])
     for (const tag of current) if (!wanted.has(tag)) await services.driver.setTag(lab, tag, false)
     for (const tag of wanted) if (!current.has(tag)) await services.driver.setTag(lab, tag, true)
+    return
+  }
+  // Keel's own marks live there (a backup snapshot's, a VM's creation): the lab keeps them with its records, as XAPI's database does.
+  if (cls === 'VM' && field === 'other_config' && lab['_xapiRef'] === ref) {
+    await services.driver.setOtherConfig(lab, Object.fromEntries(Object.entries(asMap(value)).map(([key, item]) => [key, String(item)])))
     return
   }
   const derive = DERIVED[cls]?.[field]

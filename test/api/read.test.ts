@@ -6,6 +6,10 @@ import { generateLabSpec } from '../../src/driver/lab/generate.js'
 
 type Obj = Record<string, unknown> & { href?: string; id?: string }
 
+// XAPI keeps a VM's creation only for the VMs Keel created (other_config `keel:creation`, as the
+// reference reads `xo:…` for those XO created).
+const seededByNoKeelUser = process.env['KEEL_TEST_DRIVER'] === 'xapi' ? 'issue 28: the pool\u2019s own VMs were created by no Keel user; only the lab seeds them as its administrator' : false
+
 const collections = [
   'vms', 'vm-snapshots', 'vm-templates', 'vm-controllers', 'hosts', 'pools', 'srs', 'vdis', 'vdi-snapshots',
   'vbds', 'vifs', 'pifs', 'pbds', 'sms', 'networks', 'messages', 'alarms', 'users', 'groups', 'tasks',
@@ -57,12 +61,9 @@ t.test('read API on the seeded demo lab', async (t) => {
 
   t.test('records link consistently', async (t) => {
     const vms = await list<Obj>(server, '/rest/v0/vms?fields=*')
-    const admin = (await list<Obj>(server, '/rest/v0/users?fields=id'))[0]
-    t.ok(vms.length > 0 && admin !== undefined)
+    t.ok(vms.length > 0)
     for (const vm of vms) {
       t.equal((await server.json(`/rest/v0/pools/${String(vm['$pool'])}`)).status, 200)
-      const creation = vm['creation'] as Obj
-      t.equal(creation['creator'], admin?.id, 'creation.creator is the creating user')
       if (vm['power_state'] === 'Running') {
         t.equal((await server.json(`/rest/v0/hosts/${String(vm['$container'])}`)).status, 200, 'a running VM sits on a host')
         t.ok(Object.keys(vm['addresses'] as object).length > 0, 'running VMs have addresses')
@@ -76,6 +77,13 @@ t.test('read API on the seeded demo lab', async (t) => {
     const vdis = await list<Obj>(server, '/rest/v0/vdis?fields=$SR')
     t.ok(vdis.length > 0)
     for (const vdi of vdis.slice(0, 5)) t.equal((await server.json(`/rest/v0/srs/${String(vdi['$SR'])}`)).status, 200)
+  })
+
+  t.test('a seeded VM\u2019s creation names the Keel user who seeded it', { skip: seededByNoKeelUser }, async (t) => {
+    const vms = await list<Obj>(server, '/rest/v0/vms?fields=creation')
+    const admin = (await list<Obj>(server, '/rest/v0/users?fields=id'))[0]
+    t.ok(vms.length > 0 && admin !== undefined)
+    for (const vm of vms) t.equal((vm['creation'] as Obj)['creator'], admin?.id, 'creation.creator is the creating user')
   })
 
   t.test('fields', async (t) => {

@@ -251,7 +251,7 @@ t.test('access control: the server resource guards every route, and a refusal ch
   })
 })
 
-t.test('on the lab driver, an entry is kept and says how to connect pools', async (t) => {
+t.test('on the lab driver, an entry is kept and says how to connect pools', { skip: process.env['KEEL_TEST_DRIVER'] === 'xapi' ? 'issue 28: a case of the lab driver; over XAPI an entry connects, as the rest of this file tests' : false }, async (t) => {
   const server = await startServer()
   t.teardown(() => server.close())
   const created = await server.json<{ id: string }>('/rest/v0/servers', jsonBody({ host: 'pool.example', username: 'root', password: 'x' }))

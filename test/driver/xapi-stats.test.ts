@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { StatsTree, XapiStats } from '../../src/driver/types.js'
 import { statsOfRrdUpdates } from '../../src/driver/xapi/rrd-updates.js'
+import { lastCpuUse } from '../../src/driver/xapi/stats.js'
 import { UsageStats } from '../../src/stats/reader.js'
 import { VM_RRD_NAMES } from '../../src/stats/rrd-names.js'
 import { openDatabase } from '../../src/store/database.js'
@@ -132,4 +133,11 @@ t.test('the xport parser', async (t) => {
   for (const bad of ['not xml <', '<html/>', '<xport><meta></meta></xport>', '<xport><meta><step>x</step><end>1</end><legend/></meta><data/></xport>']) {
     t.throws(() => statsOfRrdUpdates(bad, 'vm', uuid, VM_RRD_NAMES), { code: 'RRD_UPDATES_MALFORMED' }, bad)
   }
+})
+
+t.test('a host\'s CPU use for the dashboard: the mean of each CPU\'s last point, 0 to 1', async (t) => {
+  const stats = (tree: StatsTree): XapiStats => ({ endTimestamp: 100, interval: 5, stats: tree })
+  t.equal(lastCpuUse(stats({ cpus: { '0': [10, 20], '1': [30, 40] }, load: [1] })), 0.3)
+  t.equal(lastCpuUse(stats({ cpus: { '0': [10, null], '1': [null, null], '2': [50] } })), 0.3, 'a CPU\'s missing points skipped, a CPU without any left out')
+  t.equal(lastCpuUse(stats({ load: [1] })), 0, 'no CPU series: no figure')
 })

@@ -37,6 +37,24 @@ t.test('event.from: everything from the empty token, then the changes after a to
   t.same(hostBatch.events.map((e) => [e.class, e.ref]), [['host', host]])
 })
 
+t.test('a waiting event.from sees a set_tags that replaces many tags as one change, every tag in it', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const start = await xapi.call<Batch>('event.from', [session, ['vm'], '', 0])
+  const ref = start.events.find((e) => e.snapshot['is_control_domain'] === false && e.snapshot['is_a_template'] === false)?.ref
+  if (ref === undefined) throw new Error('a VM')
+  await xapi.call('VM.set_tags', [session, ref, ['old-1', 'old-2', 'old-3']])
+  const tagged = await xapi.call<Batch>('event.from', [session, ['vm'], start.token, 5])
+
+  const tags = Array.from({ length: 20 }, (_, i) => `new-${i}`)
+  const waiting = xapi.call<Batch>('event.from', [session, ['vm'], tagged.token, 30.1])
+  await xapi.call('VM.set_tags', [session, ref, tags])
+  const batch = await waiting
+  t.same(batch.events.map((e) => [e.operation, e.ref, e.snapshot['tags']]), [['mod', ref, tags]], 'one event, with the tags the call set')
+  const after = await xapi.call<Batch>('event.from', [session, ['vm'], batch.token, 0.05])
+  t.same(after.events, [], 'nothing of the call left for the next poll')
+})
+
 t.test('event.inject gives a token that event.from reaches, with an event for the object', async (t) => {
   const xapi = await startSimulator(t)
   const session = await xapi.login()

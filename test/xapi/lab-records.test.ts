@@ -83,7 +83,7 @@ t.test('records have every field of their class with the datamodel type, and ref
     ['VM', 'snapshots', 'VM', 'snapshot_of'],
     ['VDI', 'snapshots', 'VDI', 'snapshot_of'],
   ]
-  const classes = ['pool', 'host', 'host_metrics', 'VM', 'VM_metrics', 'VM_guest_metrics', 'VBD', 'VDI', 'VIF', 'SR', 'PBD', 'PIF', 'network', 'SM', 'message']
+  const classes = ['pool', 'host', 'host_metrics', 'VM', 'VM_metrics', 'VM_guest_metrics', 'VBD', 'VDI', 'VIF', 'SR', 'PBD', 'PIF', 'network', 'SM', 'message', 'GPU_group']
   let problems = 0
   for (const name of classes) {
     const cls = xapiClass(name)

@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
-import { startSimulator, type RunningSimulator, taskOutcome } from '../helpers/xapi-simulator.js'
+import { openSimulator } from '../../src/simulator/simulator.js'
+import { PASSWORD, startSimulator, type RunningSimulator, taskOutcome } from '../helpers/xapi-simulator.js'
 
 type Obj = Record<string, unknown>
 const MiB = 2 ** 20
@@ -177,6 +181,44 @@ t.test('a VIF\u2019s QoS rate limit and other_config `ethtool-tx` reach the lab 
   t.equal(await xapi.call('VIF.remove_from_other_config', [session, vif, 'ethtool-tx']), '')
   t.notOk('rateLimit' in lab(xapi, vif), 'the limit lifted')
   t.equal(lab(xapi, vif)['txChecksumming'], true)
+})
+
+t.test('a VM\u2019s and a snapshot\u2019s other_config are kept with the lab, so a restart of the simulator keeps them, as XAPI\u2019s pool database does', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keel-xapi-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const run = async <T>(work: (call: <R>(method: string, params: unknown[]) => Promise<R>, session: string) => Promise<T>): Promise<T> => {
+    const simulator = await openSimulator({ dataDir, password: PASSWORD, stepDelay: 1 })
+    try {
+      const url = await simulator.listen(0, '127.0.0.1')
+      const call = async <R>(method: string, params: unknown[]): Promise<R> => {
+        const response = await fetch(`${url}/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', method, params, id: 1 }) })
+        const answer = (await response.json()) as { result?: R; error?: unknown }
+        if (answer.error !== undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`)
+        return answer.result as R
+      }
+      return await work(call, await call<string>('session.login_with_password', ['root', PASSWORD, '1.0', 'test']))
+    } finally {
+      await simulator.close()
+    }
+  }
+  const written = await run(async (call, session) => {
+    const [vm] = await call<string[]>('VM.get_by_name_label', [session, 'staging-app'])
+    if (vm === undefined) throw new Error('no staging-app in the demo lab')
+    const snapshot = await call<string>('VM.snapshot', [session, vm, 'kept'])
+    await call('VM.add_to_other_config', [session, vm, 'keel:note', 'kept'])
+    await call('VM.add_to_other_config', [session, snapshot, 'keel:mark', 'ours'])
+    await call('VM.add_to_other_config', [session, snapshot, 'keel:gone', 'soon'])
+    await call('VM.remove_from_other_config', [session, snapshot, 'keel:gone'])
+    return { vm, snapshot, vmOther: await call<Obj>('VM.get_other_config', [session, vm]), snapshotOther: await call<Obj>('VM.get_other_config', [session, snapshot]) }
+  })
+  t.match(written.vmOther, { 'keel:note': 'kept' })
+  t.match(written.snapshotOther, { 'keel:mark': 'ours' })
+  t.notOk('keel:gone' in written.snapshotOther, 'a removed key is gone')
+  const reread = await run(async (call, session) => ({
+    vmOther: await call<Obj>('VM.get_other_config', [session, written.vm]),
+    snapshotOther: await call<Obj>('VM.get_other_config', [session, written.snapshot]),
+  }))
+  t.same(reread, { vmOther: written.vmOther, snapshotOther: written.snapshotOther }, 'the same after a restart')
 })
 
 t.test('network.destroy: refused while a VIF on it is plugged or a PIF is on it; an unused network goes', async (t) => {

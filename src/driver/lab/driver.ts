@@ -22,6 +22,7 @@ import { changeMedia } from './operations/devices.js'
 import { createBond, createVlan } from './operations/pool-network.js'
 import { installPatches } from './operations/pool-maintenance.js'
 import { setVmLimits, type VmLimits } from './operations/vm-limits.js'
+import { setOtherConfig } from './operations/other-config.js'
 import { patchRecord } from './operations/update.js'
 import { loadLabSpec, type LabSpec } from './spec.js'
 import type { LabChange, LabStore } from './store.js'
@@ -263,6 +264,12 @@ export class LabDriver implements Driver, LabStore {
   async setVmLimits(vm: XoRecord, limits: VmLimits): Promise<void> {
     if (vm.type !== 'VM') throw notDeclared(vm, 'limits')
     this.#commit((plan) => setVmLimits(plan, vm.id, limits))
+  }
+
+  /** A VM's whole other_config as XAPI sets it, outside the REST catalogue: for the XAPI simulator's VM.*_other_config. */
+  async setOtherConfig(vm: XoRecord, other: Readonly<Record<string, string>>): Promise<void> {
+    if (!vm.type.startsWith('VM')) throw notDeclared(vm, 'other_config')
+    this.#commit((plan) => setOtherConfig(plan, vm.id, other))
   }
 
   async setTag(object: XoRecord, tag: string, present: boolean): Promise<void> {

@@ -11,7 +11,7 @@ import { XapiHostFacts } from './host-facts.js'
 import { XapiOperations, xapiCapabilities } from './operations.js'
 import { PoolIndex, type PoolIndexOptions } from './pool-index.js'
 import { DEFAULT_RECORD_MAX_BYTES, XapiRecorder } from './recorder.js'
-import { XapiRrdStats } from './stats.js'
+import { lastCpuUse, XapiRrdStats } from './stats.js'
 import { normalizeFingerprint, type TlsTrust } from './tls.js'
 import { XapiError, type ConnectedPool, type PoolConnectionSettings, type PoolConnector, type XapiLocation, type XapiLocator, type XapiPool } from './types.js'
 
@@ -69,6 +69,8 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
   readonly #waits: IndexWaits
   /** removals of disconnected pools' objects, waiting for the grace delay */
   readonly #leaving = new Map<string, NodeJS.Timeout>()
+  /** each host's CPU use, 0 to 1, as last read from its RRD */
+  readonly #hostCpu = new Map<string, number>()
   #open = false
 
   constructor(options: XapiDriverOptions = {}) {
@@ -194,11 +196,28 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
     return this.#byId.get(id)
   }
 
-  /** Live figures from the metrics records (RRDs are not read yet): memory in use, no CPU figure. */
+  /** Memory in use from the metrics records; a host's CPU use as `readUsage` last read it from its RRD (a VM's: none). */
   usage(object: XoRecord): UsageFigures {
     const memory = object['memory']
     const usage = typeof memory === 'object' && memory !== null && 'usage' in memory && typeof memory.usage === 'number' ? memory.usage : undefined
-    return usage === undefined ? { cpu: 0 } : { cpu: 0, memory: usage }
+    const cpu = this.#hostCpu.get(object.id) ?? 0
+    return usage === undefined ? { cpu } : { cpu, memory: usage }
+  }
+
+  /** The running hosts' CPU use, the last point of their `seconds` RRD archive, as the reference's dashboard reads it. */
+  async readUsage(objects: Iterable<XoRecord>): Promise<void> {
+    const hosts = [...objects].filter((object) => object.type === 'host' && object['power_state'] === 'Running')
+    await Promise.all(
+      hosts.map(async (host) => {
+        try {
+          this.#hostCpu.set(host.id, lastCpuUse(await this.stats.hostStats(host, 'seconds')))
+        } catch (error) {
+          // A host whose RRD cannot be read shows no CPU figure rather than failing what asked for it.
+          this.#hostCpu.delete(host.id)
+          this.#options.log?.warn({ err: error, host: host.id }, 'XAPI: the host\u2019s RRD could not be read')
+        }
+      }),
+    )
   }
 
   subscribe(listener: ChangeListener): () => void {

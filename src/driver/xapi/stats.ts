@@ -81,3 +81,10 @@ export class XapiRrdStats implements StatsReader {
     return location
   }
 }
+
+/** A host's CPU use, 0 to 1: the mean over its CPUs of the last point each has (XAPI gives percents); 0 without any. */
+export function lastCpuUse({ stats }: XapiStats): number {
+  const cpus = stats['cpus']
+  const last = cpus === undefined || Array.isArray(cpus) ? [] : Object.values(cpus).flatMap((series) => (Array.isArray(series) ? series.filter((value): value is number => value !== null).slice(-1) : []))
+  return last.length === 0 ? 0 : last.reduce((sum, value) => sum + value, 0) / last.length / 100
+}

@@ -1,5 +1,6 @@
 import type { XoRecord } from '../../driver/types.js'
 import { common, seconds, str, type RecordContext, type XapiObject } from './context.js'
+import { gpuGroupObject } from './gpu.js'
 import { hostObjects, poolObject } from './host.js'
 import { networkObject, pifObjects, vifObject } from './network.js'
 import { pbdObject, smObject, srObject, vbdObject, vdiObject } from './storage.js'
@@ -50,10 +51,12 @@ export function xapiObjects(record: XoRecord, context: RecordContext): XapiObjec
       return [vifObject(record, context)]
     case 'message':
       return [messageObject(record, context)]
+    case 'gpuGroup':
+      return [gpuGroupObject(record, context)]
     default:
       return []
   }
 }
 
 /** Every lab type that has XAPI objects, in the order a full load walks them. */
-export const MAPPED_TYPES = ['pool', 'host', 'SM', 'SR', 'PBD', 'network', 'PIF', 'VM-controller', 'VM-template', 'VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'VBD', 'VIF', 'message'] as const
+export const MAPPED_TYPES = ['pool', 'host', 'SM', 'SR', 'PBD', 'network', 'PIF', 'VM-controller', 'VM-template', 'VM', 'VM-snapshot', 'VDI', 'VDI-snapshot', 'VBD', 'VIF', 'message', 'gpuGroup'] as const

@@ -3,7 +3,7 @@ import type { ClassDef, DefaultValue, EnumDef, FieldDef, MessageDef, Qualifier }
 /** The classes the simulator serves (issue 27), plus `event` for its messages. */
 export const SERVED_CLASSES = [
   'session', 'event', 'task', 'pool', 'host', 'host_metrics', 'VM', 'VM_metrics', 'VM_guest_metrics',
-  'VBD', 'VDI', 'VIF', 'SR', 'PBD', 'PIF', 'Bond', 'network', 'SM', 'message', 'console',
+  'VBD', 'VDI', 'VIF', 'SR', 'PBD', 'PIF', 'Bond', 'network', 'SM', 'message', 'console', 'GPU_group',
 ] as const
 
 interface SourceField { name: string; type: string; qualifier: string; default?: string }

@@ -1,4 +1,5 @@
 import type { Fields, MappingContext, XapiObject } from './context.js'
+import { gpuGroupRecord } from './gpu.js'
 import { hostRecord, poolRecord } from './host.js'
 import { messageRecord } from './message.js'
 import { networkRecord, pifRecord, vifRecord } from './network.js'
@@ -24,10 +25,11 @@ const MAPPERS: Readonly<Record<string, Mapper>> = {
   PIF: pifRecord,
   VIF: vifRecord,
   message: messageRecord,
+  GPU_group: gpuGroupRecord,
 }
 
 /** The classes an index fetches and follows: the mapped ones and those folded into them. */
-export const WATCHED_CLASSES = ['pool', 'host', 'host_metrics', 'VM', 'VM_metrics', 'VM_guest_metrics', 'SR', 'PBD', 'VDI', 'VBD', 'SM', 'network', 'PIF', 'Bond', 'VIF', 'message'] as const
+export const WATCHED_CLASSES = ['pool', 'host', 'host_metrics', 'VM', 'VM_metrics', 'VM_guest_metrics', 'SR', 'PBD', 'VDI', 'VBD', 'SM', 'network', 'PIF', 'Bond', 'VIF', 'message', 'GPU_group'] as const
 
 /** The XO record of a XAPI object, undefined for a class XO folds into another (metrics). */
 export function xoRecord(object: XapiObject, context: MappingContext): Fields | undefined {
