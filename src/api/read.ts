@@ -84,9 +84,10 @@ function* listingTexts(
     picked['href'] = href
     return JSON.stringify(picked)
   }
+  const textOf = cache.variant(variant, produce)
   for (const record of records) {
     if (predicate !== undefined && !predicate(record)) continue
-    yield cache.bytes(record, variant, produce)
+    yield textOf(record)
     if (--remaining === 0) return
   }
 }
