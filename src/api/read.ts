@@ -6,6 +6,7 @@ import type { Principal } from '../auth/principal.js'
 import { compileFilter } from '../filter/index.js'
 import type { Versions } from '../events/versions.js'
 import type { HeavyReads } from '../http/heavy-reads.js'
+import { ChunkPool } from '../http/chunk-pool.js'
 import type { JsonCache } from '../http/json-cache.js'
 import { NDJSON_TYPE, JSON_TYPE, sendJsonBytes, sendLargeBody, streamChunks } from '../http/reply.js'
 import { defineRoute, type ResponseSpec, type RouteDef } from '../http/route.js'
@@ -84,9 +85,10 @@ function* listingTexts(
     picked['href'] = href
     return JSON.stringify(picked)
   }
+  const textOf = cache.variant(variant, produce)
   for (const record of records) {
     if (predicate !== undefined && !predicate(record)) continue
-    yield cache.bytes(record, variant, produce)
+    yield textOf(record)
     if (--remaining === 0) return
   }
 }
@@ -111,11 +113,18 @@ const NEWLINE = Buffer.from('\n')
 const BATCH = 65536
 
 /**
+ * Chunks of listings streamed and not kept: up to the batch plus one record
+ * (a larger chunk gets a buffer of its own), a few per heavy listing admitted.
+ */
+const listingChunks = new ChunkPool(2 * BATCH, 16)
+
+/**
  * Frames items as a JSON array or as NDJSON lines, in ~64 KiB buffers: one
  * loop and one copy per item, where a generator per framing layer and a write
- * per item cost more than the cached serialization saves.
+ * per item cost more than the cached serialization saves. With a pool, the
+ * buffers are the pool's, to be released once sent.
  */
-function* framed(items: Iterable<Buffer>, ndjson: boolean): Generator<Buffer, void, undefined> {
+function* framed(items: Iterable<Buffer>, ndjson: boolean, pool?: ChunkPool): Generator<Buffer, void, undefined> {
   const parts: Buffer[] = ndjson ? [] : [OPEN]
   let size = parts.length
   let first = true
@@ -133,7 +142,7 @@ function* framed(items: Iterable<Buffer>, ndjson: boolean): Generator<Buffer, vo
     }
     first = false
     if (size >= BATCH) {
-      yield Buffer.concat(parts, size)
+      yield pool?.join(parts, size) ?? Buffer.concat(parts, size)
       parts.length = 0
       size = 0
     }
@@ -142,7 +151,7 @@ function* framed(items: Iterable<Buffer>, ndjson: boolean): Generator<Buffer, vo
     parts.push(CLOSE)
     size++
   }
-  yield Buffer.concat(parts, size)
+  yield pool?.join(parts, size) ?? Buffer.concat(parts, size)
 }
 
 /**
@@ -228,11 +237,14 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
             else await sendLargeBody(res, 200, cached, contentType, turn)
             return
           }
-          const chunks = framed(listingTexts(source, source.list(), q, predicate, cache), q.ndjson === true)
+          const texts = listingTexts(source, source.list(), q, predicate, cache)
           if (!listings.wanted(key)) {
-            await streamChunks(res, 200, contentType, chunks, turn)
+            const chunks = framed(texts, q.ndjson === true, listingChunks)
+            await streamChunks(res, 200, contentType, chunks, turn, (chunk) => listingChunks.release(chunk))
             return
           }
+          // Kept chunks are joined into the cached body after the last one is sent: they get buffers of their own.
+          const chunks = framed(texts, q.ndjson === true)
           const kept: Buffer[] = []
           let keptSize = 0
           const complete = await streamChunks(

@@ -1,28 +1,39 @@
 import { LRUCache } from 'lru-cache'
 
+/** The variants a record has texts in, and their bytes as counted against the bound. */
+interface Held {
+  readonly variants: readonly string[]
+  readonly bytes: number
+}
+
+/** One variant's texts, read through `JsonCache.variant`. */
+export type CachedText<R extends object> = (record: R) => Buffer
+
 /**
  * Each record's JSON bytes, per variant (whole record, href, one field set),
  * produced once and reused until the record changes. Records are immutable
  * snapshots replaced on change, so "changed" is "a different object": texts
- * hang off the record object itself and a new object simply has none yet.
+ * are keyed by the record object itself and a new object simply has none yet.
  *
- * Lookups go through a WeakMap keyed by the record: no key string to build
- * and hash per record, which profiling showed costing more than the listing
- * loop itself. The byte bound is an lru-cache over the same
- * records, sized by the texts each holds; evicting a record drops its texts.
- * A hit does not refresh recency: a hot record that ages out is rebuilt once.
+ * Texts are kept per variant, in one Map per variant keyed by the record: a
+ * listing finds its variant's Map once, then makes one lookup per record.
+ * One Map of variants per record cost ten times more per record at 50,000
+ * VMs, each record's own Map being one more object to reach (bench/RESULTS.md).
+ * The byte bound is an lru-cache over the records, sized by the texts each
+ * holds; evicting a record drops its texts. A hit does not refresh recency:
+ * a hot record that ages out is rebuilt once.
  */
 export class JsonCache {
-  readonly #texts = new WeakMap<object, Map<string, Buffer>>()
-  readonly #budget: LRUCache<object, number>
+  readonly #texts = new Map<string, Map<object, Buffer>>()
+  readonly #budget: LRUCache<object, Held>
 
   constructor(maxBytes: number) {
-    this.#budget = new LRUCache<object, number>({
+    this.#budget = new LRUCache<object, Held>({
       maxSize: maxBytes,
-      sizeCalculation: (bytes) => bytes,
-      // 'set' also disposes the old size of a record that gained a variant: keep its texts then.
-      dispose: (_bytes, record, reason) => {
-        if (reason !== 'set') this.#texts.delete(record)
+      sizeCalculation: (held) => held.bytes,
+      // 'set' replaces a record's entry with one that has every variant the old one had: keep its texts then.
+      dispose: (held, record, reason) => {
+        if (reason !== 'set') this.#forget(record, held)
       },
     })
   }
@@ -33,19 +44,48 @@ export class JsonCache {
    * function per listing rather than allocate a closure per record.
    */
   bytes<R extends object>(record: R, variant: string, produce: (record: R) => string | Buffer): Buffer {
-    let texts = this.#texts.get(record)
-    const hit = texts?.get(variant)
-    if (hit !== undefined) return hit
+    return this.#textOf(record, variant, produce)
+  }
+
+  /** The texts of one variant, for the many lookups of a listing. */
+  variant<R extends object>(variant: string, produce: (record: R) => string | Buffer): CachedText<R> {
+    // Held for the listing: a Map dropped meanwhile (its last record evicted) still answers with valid texts.
+    const texts = this.#texts.get(variant) ?? new Map<object, Buffer>()
+    return (record) => texts.get(record) ?? this.#textOf(record, variant, produce)
+  }
+
+  #textOf<R extends object>(record: R, variant: string, produce: (record: R) => string | Buffer): Buffer {
+    const kept = this.#texts.get(variant)?.get(record)
+    if (kept !== undefined) return kept
     const produced = produce(record)
     const text = typeof produced === 'string' ? Buffer.from(produced) : produced
-    const cost = text.length + variant.length + 64
+    const held = this.#budget.peek(record)
+    const now: Held = {
+      variants: held === undefined ? [variant] : [...held.variants, variant],
+      bytes: (held?.bytes ?? 0) + text.length + variant.length + 64,
+    }
+    this.#budget.set(record, now)
+    // A record too large for the bound is not kept, nor are its earlier texts.
+    if (!this.#budget.has(record)) {
+      this.#forget(record, now)
+      return text
+    }
+    let texts = this.#texts.get(variant)
     if (texts === undefined) {
       texts = new Map()
-      this.#texts.set(record, texts)
+      this.#texts.set(variant, texts)
     }
-    texts.set(variant, text)
-    this.#budget.set(record, (this.#budget.peek(record) ?? 0) + cost)
+    texts.set(record, text)
     return text
+  }
+
+  #forget(record: object, { variants }: Held): void {
+    for (const variant of variants) {
+      const texts = this.#texts.get(variant)
+      if (texts === undefined) continue
+      texts.delete(record)
+      if (texts.size === 0) this.#texts.delete(variant)
+    }
   }
 
   /** bytes held, as counted against the bound */

@@ -38,7 +38,9 @@ export function redirect(res: ServerResponse, status: 302 | 307 | 308, location:
  * is full, so a large listing never sits in memory whole. Pieces are
  * coalesced into ~64 KiB writes: one write per record would cost more than
  * the serialization the cache saves. Stops early if the client goes away;
- * resolves to whether the whole body was handed to the socket.
+ * resolves to whether the whole body was handed to the socket. `release`
+ * gets back each piece once the socket has taken it (or it was copied), so
+ * that its buffer can be reused.
  */
 export async function streamChunks(
   res: ServerResponse,
@@ -47,6 +49,7 @@ export async function streamChunks(
   pieces: Iterable<string | Buffer>,
   /** awaited after each write, so that other requests are answered while this body is produced */
   turn?: () => Promise<void>,
+  release?: (piece: Buffer) => void,
 ): Promise<boolean> {
   res.statusCode = status
   res.setHeader('Content-Type', contentType)
@@ -58,7 +61,7 @@ export async function streamChunks(
     size += bytes.length
     if (size < 65536) continue
     if (res.destroyed) return false
-    const ok = res.write(batch.length === 1 ? bytes : Buffer.concat(batch, size))
+    const ok = batch.length === 1 ? res.write(bytes, written(bytes, release)) : res.write(joined(batch, size, release))
     batch = []
     size = 0
     if (!ok) await drained(res)
@@ -66,8 +69,23 @@ export async function streamChunks(
     if (res.destroyed) return false
   }
   if (res.destroyed) return false
-  res.end(Buffer.concat(batch, size))
+  if (batch.length === 1 && batch[0] !== undefined) res.end(batch[0], written(batch[0], release))
+  else res.end(joined(batch, size, release))
   return true
+}
+
+/** A write's callback that gives the piece back once the socket has taken it; none without `release`. */
+function written(piece: Buffer, release: ((piece: Buffer) => void) | undefined): ((error?: Error | null) => void) | undefined {
+  return release === undefined ? undefined : (error) => {
+    if (error == null) release(piece)
+  }
+}
+
+/** The pieces copied into one buffer; they are free again at once. */
+function joined(pieces: readonly Buffer[], size: number, release: ((piece: Buffer) => void) | undefined): Buffer {
+  const bytes = Buffer.concat(pieces, size)
+  if (release !== undefined) for (const piece of pieces) release(piece)
+  return bytes
 }
 
 /** Slices of a large body written per turn of the event loop: a few socket buffers' worth. */

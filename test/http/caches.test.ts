@@ -33,6 +33,53 @@ t.test('JsonCache stays within its byte bound', async (t) => {
   t.ok(cache.size > 5_000)
 })
 
+t.test('JsonCache reads a variant through one lookup function, sharing texts with bytes()', async (t) => {
+  const cache = new JsonCache(1024 * 1024)
+  let calls = 0
+  const produce = (record: { id: string }): string => {
+    calls++
+    return JSON.stringify(record.id)
+  }
+  const a = Object.freeze({ id: 'a' })
+  const b = Object.freeze({ id: 'b' })
+  t.equal(cache.bytes(a, 'href', produce).toString(), '"a"')
+  const href = cache.variant('href', produce)
+  t.equal(href(a).toString(), '"a"', 'a text made by bytes()')
+  t.equal(href(b).toString(), '"b"')
+  t.equal(calls, 2)
+  t.equal(cache.bytes(b, 'href', produce).toString(), '"b"', 'a text made through the variant')
+  t.equal(cache.variant('href', produce)(b).toString(), '"b"')
+  t.equal(calls, 2)
+  t.equal(cache.variant('other', () => 'x')(a).toString(), 'x', 'variants stay apart')
+})
+
+t.test('JsonCache drops every variant of an evicted record, and keeps nothing of a record larger than its bound', async (t) => {
+  const cache = new JsonCache(2_000)
+  let calls = 0
+  const produce = (record: { id: string }): string => {
+    calls++
+    return JSON.stringify({ id: record.id, padding: 'x'.repeat(300) })
+  }
+  const first = { id: 'first' }
+  cache.bytes(first, 'one', produce)
+  cache.bytes(first, 'two', produce)
+  t.equal(calls, 2)
+  for (let i = 0; i < 20; i++) cache.bytes({ id: String(i) }, 'one', produce)
+  t.ok(cache.size <= 2_000, `${cache.size} bytes held`)
+  calls = 0
+  cache.variant('one', produce)(first)
+  cache.bytes(first, 'two', produce)
+  t.equal(calls, 2, 'both texts made again')
+
+  const small = new JsonCache(100)
+  const huge = { id: 'huge' }
+  t.equal(small.bytes(huge, 'one', produce).toString(), JSON.stringify({ id: 'huge', padding: 'x'.repeat(300) }))
+  t.equal(small.size, 0)
+  calls = 0
+  small.variant('one', produce)(huge)
+  t.equal(calls, 1, 'made again: it was not kept')
+})
+
 t.test('ListingCache answers only for the version it was built at, and skips bodies over the entry bound', async (t) => {
   const listings = new ListingCache(1024 * 1024, 100)
   listings.set('k', '1', Buffer.from('[1]'))
