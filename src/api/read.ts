@@ -244,21 +244,25 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
             return
           }
           // Kept chunks are joined into the cached body after the last one is sent: they get buffers of their own.
+          // Between batches the stream waits for the socket and its turn: only a body that saw no change is stored.
+          // Once a change is seen the chunks kept so far are let go, so that they die young: kept to the end of a
+          // listing that spans many scavenges, they reached the old generation and only a mark-compact freed them.
           const chunks = framed(texts, q.ndjson === true)
-          const kept: Buffer[] = []
+          let kept: Buffer[] | undefined = []
           let keptSize = 0
           const complete = await streamChunks(
             res,
             200,
             contentType,
             keep(chunks, (chunk) => {
+              if (kept === undefined) return
               keptSize += chunk.length
-              if (keptSize <= listings.maxEntry) kept.push(chunk)
+              if (keptSize <= listings.maxEntry && versions.of(versionTypes) === version) kept.push(chunk)
+              else kept = undefined
             }),
             turn,
           )
-          // Between batches the stream waited for the socket: store only a body that saw no change.
-          if (complete && keptSize <= listings.maxEntry && versions.of(versionTypes) === version) {
+          if (complete && kept !== undefined && versions.of(versionTypes) === version) {
             listings.set(key, version, Buffer.concat(kept, keptSize))
           }
         } finally {

@@ -160,3 +160,28 @@ t.test('a large cached listing is a heavy read until the socket has taken it', a
   await after.arrayBuffer()
   t.equal(after.status, 200, 'admitted again once the cached body was sent')
 })
+
+t.test('a listing during which a VM is renamed is answered whole and not kept; the next one is built anew and then kept', async (t) => {
+  const server = await startServer({ app: { labSpec: generateLabSpec({ vms: 10_000, hosts: 20 }) } })
+  t.teardown(() => server.close())
+  const [vm] = (await server.json<Array<{ id: string }>>('/rest/v0/vms?fields=id&limit=1')).body
+  if (vm === undefined) throw new Error('no VM')
+  const streaming = await stalledListing(server, LISTING)
+  t.teardown(() => streaming.request.destroy())
+  t.equal(streaming.response.statusCode, 200, 'the listing has begun and waits for its reader')
+
+  const patched = await server.request(`/rest/v0/vms/${vm.id}`, jsonBody({ nameLabel: 'renamed mid-listing' }, 'PATCH'))
+  t.equal(patched.status, 204, 'a rename is answered while the listing streams')
+  const chunks: Buffer[] = []
+  streaming.response.on('data', (chunk: Buffer) => chunks.push(chunk))
+  const read = new Promise((resolve) => streaming.response.on('end', resolve))
+  streaming.response.resume()
+  await read
+  const during = JSON.parse(Buffer.concat(chunks).toString()) as Array<{ id: string }>
+  t.equal(during.length, 10_000, 'the listing that saw the rename is whole')
+
+  const after = await server.json<Array<{ id: string; name_label: string }>>(LISTING)
+  t.equal(after.body.find(({ id }) => id === vm.id)?.name_label, 'renamed mid-listing', 'the next listing is not the one that saw the change')
+  const again = await server.request(LISTING)
+  t.equal(Buffer.from(await again.arrayBuffer()).toString(), JSON.stringify(after.body), 'and, with no change since, is answered the same')
+})
