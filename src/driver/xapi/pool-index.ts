@@ -45,19 +45,6 @@ const delay = (ms: number, signal: AbortSignal): Promise<void> =>
   })
 
 /**
- * A full collection once a full fetch is published, when the service exposes
- * `gc` (cli/node-flags.ts). The fetch leaves its replies' text, their parsed
- * copies and the mapping's garbage in the old generation: after a
- * 10,000-VM pool, 180 of 390 MiB, which nothing collects while the API only
- * allocates short-lived objects, and a young collection costs more the larger
- * the old generation, dead objects included (bench/RESULTS.md). Run on the
- * next turn, after the changes' listeners (the event log) made their garbage.
- */
-function collectFetchGarbage(): void {
-  setImmediate(() => globalThis.gc?.())
-}
-
-/**
  * One pool's objects: `get_all_records` of the watched classes, then the
  * `event.from` loop, a batch at a time. Each batch changes the XAPI records,
  * then maps again what it changed and what read it (a VM reads its metrics,
@@ -159,7 +146,6 @@ export class PoolIndex {
     } finally {
       this.#connection.barrier.reset(token)
     }
-    collectFetchGarbage()
   }
 
   /** Every record of a class; from the event log when the host has no get_all_records for it (the simulator's messages). */
