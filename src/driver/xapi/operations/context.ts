@@ -29,6 +29,9 @@ export type { Params } from '../../lab/operations/params.js'
 
 export type XapiAction = (env: Env, target: Target, params: Params, context: OperationContext) => Promise<Created | undefined>
 
+/** Makes a new object of a type (`POST /rest/v0/<type>s`) on the pool the params name. */
+export type XapiCreator = (env: Env, params: Params, context: OperationContext) => Promise<Created>
+
 /** The task options of one step of an operation: its progress mapped onto [from, to] of the whole. */
 export const step = (context: OperationContext, from = 0, to = 100): XapiTaskOptions => ({
   signal: context.signal,

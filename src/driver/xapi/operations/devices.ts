@@ -3,7 +3,7 @@ import { NULL_REF } from '../../../xapi/datamodel/index.js'
 import { optionalBoolean, optionalInteger, optionalString, optionalStringMap, optionalStrings, requiredString } from '../../lab/operations/params.js'
 import type { Created, OperationContext, XoRecord } from '../../types.js'
 import { XapiError, type XapiLocation } from '../types.js'
-import { created, step, type Env, type Params, type Target, type XapiAction } from './context.js'
+import { created, step, type Env, type Params, type Target, type XapiAction, type XapiCreator } from './context.js'
 import type { XapiDestroyer } from './destroy.js'
 import { newVdiRecord } from '../new-vdi.js'
 import { createSr } from './sr-lifecycle.js'
@@ -16,8 +16,6 @@ import { createSr } from './sr-lifecycle.js'
  * not destroyed. What the index shows is checked first; XAPI has the last
  * word when the index lags.
  */
-
-export type XapiCreator = (env: Env, params: Params, context: OperationContext) => Promise<Created>
 
 interface Located extends XapiLocation {
   readonly record: XoRecord

@@ -1,9 +1,8 @@
 import { incorrectState, invalidParameters, noSuchObject } from '../../../errors.js'
 import { optionalInteger, optionalString, optionalStringMap, requiredString } from '../../lab/operations/params.js'
 import type { XoRecord } from '../../types.js'
-import { created, step, type Env, type Target, type XapiAction, type XapiFields } from './context.js'
+import { created, step, type Env, type Target, type XapiAction, type XapiCreator, type XapiFields } from './context.js'
 import type { XapiDestroyer } from './destroy.js'
-import type { XapiCreator } from './devices.js'
 
 /**
  * An SR's life through XAPI, as the reference leads it (xo-server's
