@@ -154,6 +154,8 @@ export class XapiConnection implements XapiPool {
     if (signal?.aborted === true) throw new XapiError('TASK_CANCELLED', [])
     const task = await this.call<string>(`Async.${method}`, params, fallback === undefined ? {} : { fallback: { method: `Async.${fallback.method ?? method}`, params: fallback.params } })
     const followed = this.tasks.follow(task, progress)
+    // Failed by a close while the record below is asked for, it is awaited only after: not an unhandled rejection.
+    followed.catch(() => undefined)
     const cancel = (): void => void this.call('task.cancel', [task]).catch(() => undefined)
     signal?.addEventListener('abort', cancel, { once: true })
     try {
