@@ -63,3 +63,15 @@ t.test('a reused socket reset twice: sent again once only, then the failure', as
   await t.rejects(jsonRpc(target, 'pool.get_all', [], { timeout: 5_000 }), XapiTransportError)
   t.equal(requests(), 3)
 })
+
+t.test('every idle socket closed by the host at once: the call is sent again on each, then answered on a new socket', async (t) => {
+  // A burst of three calls leaves three idle sockets; the host then resets any second request on a connection.
+  const { url, requests } = await host(t, (_request, onConnection) => onConnection === 1)
+  const agent = new Agent({ keepAlive: true, maxSockets: 3 })
+  t.teardown(() => agent.destroy())
+  const target = { origin: url, agent }
+  const burst = await Promise.all([1, 2, 3].map(() => jsonRpc(target, 'pool.get_all', [], { timeout: 5_000 })))
+  t.same(burst.toSorted(), ['answer 1', 'answer 2', 'answer 3'])
+  t.equal(await jsonRpc(target, 'pool.get_all', [], { timeout: 5_000 }), 'answer 7', 'each idle socket tried once, then a new one')
+  t.equal(requests(), 7)
+})

@@ -38,10 +38,15 @@ const abortError = (signal: AbortSignal): Error => (signal.reason instanceof Err
 /**
  * Sends a request, its body given whole; the response's status checked by the caller. A keep-alive
  * socket the host closed just as it was reused (its idle timeout) fails with a reset before any
- * answer: the host read nothing of it, and it is sent again once on a new socket, not taken for a
- * host that stopped answering (which fails over and fetches the whole pool again).
+ * answer: the host read nothing of it, and it is sent again, not taken for a host that stopped
+ * answering (which fails over and fetches the whole pool again). Again on whatever socket comes
+ * next: the host closes all the sockets a burst of calls left idle at once, and a process that was
+ * busy past that timeout has not seen them close, so the next may be closed too (issue 28: each
+ * full fetch, taking longer than the idle timeout under CPU pressure, ended in a failover and
+ * another full fetch). Each failed socket is destroyed, so the resends end with the idle sockets
+ * the agent holds; a reset on a new socket is the host's failure.
  */
-function send(target: RpcTarget, method: string, path: string, body: string | undefined, headers: Record<string, string>, options: RpcOptions, resent = false): Promise<IncomingMessage> {
+function send(target: RpcTarget, method: string, path: string, body: string | undefined, headers: Record<string, string>, options: RpcOptions): Promise<IncomingMessage> {
   const { signal } = options
   if (signal?.aborted === true) return Promise.reject(abortError(signal))
   const request = target.origin.protocol === 'https:' ? httpsRequest : httpRequest
@@ -54,8 +59,8 @@ function send(target: RpcTarget, method: string, path: string, body: string | un
     req.once('close', () => signal?.removeEventListener('abort', onAbort))
     req.once('timeout', () => req.destroy(new XapiTransportError(`${target.origin.host}: no answer within ${options.timeout} ms`, { timedOut: true })))
     req.once('error', (error: NodeJS.ErrnoException) => {
-      if (req.reusedSocket && !resent && signal?.aborted !== true && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
-        resolve(send(target, method, path, body, headers, options, true))
+      if (req.reusedSocket && signal?.aborted !== true && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
+        resolve(send(target, method, path, body, headers, options))
         return
       }
       reject(signal?.aborted === true || error instanceof XapiTransportError || error instanceof XapiError ? error : new XapiTransportError(`${target.origin.host}: ${error.message}`, { cause: error }))
