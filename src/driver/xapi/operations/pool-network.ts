@@ -2,7 +2,7 @@ import { alreadyExists, incorrectState, invalidParameters } from '../../../error
 import { NULL_REF } from '../../../xapi/datamodel/index.js'
 import { optionalBoolean, optionalInteger, optionalString, optionalStrings, requiredString } from '../../lab/operations/params.js'
 import type { XoRecord } from '../../types.js'
-import { created, refOf, step, type Env, type Target, type XapiAction, type XapiFields } from './context.js'
+import { created, refOf, step, type Env, type Params, type Target, type XapiAction, type XapiFields } from './context.js'
 
 /**
  * The pool's networks and management interfaces through XAPI, as the
@@ -24,6 +24,15 @@ function physicalPif(env: Env, target: Target, id: string, path: string): { read
   return { ref, pif }
 }
 
+/** The fields of a network the reference creates: its name, description and MTU from the request, not automatic. */
+export const networkRecord = (params: Params): XapiFields => ({
+  name_label: requiredString(params, 'name'),
+  name_description: optionalString(params, 'description') ?? '',
+  MTU: optionalInteger(params, 'mtu') ?? 1500,
+  other_config: { automatic: 'false' },
+  tags: [],
+})
+
 /**
  * network.create, then pool.create_VLAN_from_PIF: a PIF tagged `vlan` on the
  * PIF's device on every host. A network whose VLAN cannot be made is
@@ -35,13 +44,7 @@ const createNetwork: XapiAction = async (env, target, params, context) => {
   const { ref: pifRef, pif } = physicalPif(env, target, requiredString(params, 'pif'), 'body.pif')
   const pifs = await pool.call<Records>('PIF.get_all_records', [], { signal: context.signal })
   if (Object.values(pifs).some((other) => other['device'] === pif['device'] && Number(other['VLAN']) === vlan)) throw alreadyExists('PIF', 'vlan', String(vlan))
-  const record = {
-    name_label: requiredString(params, 'name'),
-    name_description: optionalString(params, 'description') ?? '',
-    MTU: optionalInteger(params, 'mtu') ?? 1500,
-    other_config: { automatic: 'false' },
-    tags: [],
-  }
+  const record = networkRecord(params)
   const network = await pool.callAsync<string>('network.create', [record], step(context, 0, 30))
   try {
     if (optionalBoolean(params, 'nbd') === true) await pool.call('network.add_purpose', [network, 'nbd'], { signal: context.signal })
@@ -80,13 +83,7 @@ const createBondedNetwork: XapiAction = async (env, target, params, context) => 
   if (given.length < 2 || given.some((pif) => pif['$host'] !== host)) throw invalidParameters([{ path: 'body.pifIds', message: 'must name two PIFs or more of one host' }])
   const mode = requiredString(params, 'bondMode')
   const hosts = membersByHost(await pool.call<Records>('PIF.get_all_records', [], { signal: context.signal }), given.map((pif) => pif['device']))
-  const record = {
-    name_label: requiredString(params, 'name'),
-    name_description: optionalString(params, 'description') ?? '',
-    MTU: optionalInteger(params, 'mtu') ?? 1500,
-    other_config: { automatic: 'false' },
-    tags: [],
-  }
+  const record = networkRecord(params)
   const network = await pool.callAsync<string>('network.create', [record], step(context, 0, 20))
   for (const [i, members] of hosts.entries()) {
     try {

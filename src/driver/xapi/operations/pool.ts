@@ -1,12 +1,12 @@
 import { incorrectState } from '../../../errors.js'
-import { optionalBoolean, optionalInteger, optionalString, requiredString } from '../../lab/operations/params.js'
+import { optionalBoolean } from '../../lab/operations/params.js'
 import type { OperationContext } from '../../types.js'
 import { listMissingPatches } from '../host-facts.js'
 import type { XapiPool } from '../types.js'
 import { created, step, type XapiAction, type XapiFields } from './context.js'
 import { createVm } from './create-vm.js'
 import { rebootHost } from './host.js'
-import { poolNetworkActions } from './pool-network.js'
+import { networkRecord, poolNetworkActions } from './pool-network.js'
 
 type Records = Readonly<Record<string, XapiFields>>
 
@@ -148,13 +148,7 @@ const rollingUpdate: XapiAction = async (env, { pool }, params, context) => {
 
 /** A network of the pool with no PIF, as the reference creates one (XAPI picks its bridge). */
 const createInternalNetwork: XapiAction = async (env, { pool }, params, context) => {
-  const record = {
-    name_label: requiredString(params, 'name'),
-    name_description: optionalString(params, 'description') ?? '',
-    MTU: optionalInteger(params, 'mtu') ?? 1500,
-    other_config: { automatic: 'false' },
-    tags: [],
-  }
+  const record = networkRecord(params)
   return created(env, pool, 'network', await pool.callAsync<string>('network.create', [record], step(context)))
 }
 
