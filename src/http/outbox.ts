@@ -72,16 +72,19 @@ export interface OutboxOptions {
 export class Outbox implements Budgeted {
   readonly #res: ServerResponse
   readonly #options: OutboxOptions
-  #pending: Chunk[] = []
+  readonly #pending: Chunk[] = []
   #pendingBytes = 0
   #closed = false
   #draining = false
   /** end() was called before the response had its socket (behind another on the connection) */
   #ending = false
+  /** an answer to HEAD: what would be written is dropped, as the response's own write would */
+  readonly #bodyless: boolean
 
   constructor(res: ServerResponse, options: OutboxOptions) {
     this.#res = res
     this.#options = options
+    this.#bodyless = res.req.method === 'HEAD'
     res.once('close', () => this.close())
     // A response queued behind another is given its socket once that one is done, its headers written right after.
     if (res.socket === null) res.once('socket', () => this.#options.flusher.mark(this))
@@ -117,10 +120,10 @@ export class Outbox implements Budgeted {
     const socket = this.#res.socket
     if (socket === null) return
     if (this.#pendingBytes > 0 && socket.writable) {
-      const pending = this.#pending
-      this.#pending = []
+      // The socket keeps its own list of what it was handed: the array is emptied and used again.
+      this.#write(socket, this.#pending)
+      this.#pending.length = 0
       this.#pendingBytes = 0
-      this.#write(socket, pending)
       if (socket.writableNeedDrain) {
         this.#draining = true
         socket.once('drain', this.#drained)
@@ -142,13 +145,14 @@ export class Outbox implements Budgeted {
   close(): void {
     if (this.#closed) return
     this.#closed = true
-    this.#pending = []
+    this.#pending.length = 0
     this.#pendingBytes = 0
     this.#options.flusher.forget(this)
     this.#options.budget.forget(this)
   }
 
   #write(socket: Socket, frames: readonly Chunk[]): void {
+    if (this.#bodyless) return
     // Without chunked encoding (an HTTP/1.0 client), the body is the payloads alone, up to the connection's end.
     const chunked = this.#res.chunkedEncoding
     if (frames.length === 1) {

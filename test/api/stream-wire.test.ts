@@ -113,3 +113,18 @@ t.test('a watch pipelined behind another request starts once that one is answere
   t.same(lines[1]?.slice(0, 2), ['update', { name_label: 'behind', href: `/rest/v0/vms/${demo.haltedVm}` }])
   t.equal(lines.length, 2)
 })
+
+t.test('HEAD on the event stream answers its headers and never a byte of body', async (t) => {
+  const server = await startServer({ config: { restApi: { ssePingInterval: 50 } } })
+  t.teardown(() => server.close())
+  const head = await rawConnection(server.url, `HEAD /rest/v0/events HTTP/1.1\r\nHost: keel\r\nAuthorization: ${authorization}\r\n\r\n`)
+  t.teardown(() => head.socket.destroy())
+  const headers = await head.until((raw) => raw.includes('\r\n\r\n'))
+  t.match(headers, /^HTTP\/1\.1 200 OK\r\n/)
+  t.match(headers, /\r\ncontent-type: text\/event-stream/i)
+  // Pings go to every stream in turn: two reaching a later one mean the HEAD stream was passed twice.
+  const later = await rawConnection(server.url, get('/rest/v0/events'))
+  t.teardown(() => later.socket.destroy())
+  await later.until(() => frames(later).filter((frame) => frame.startsWith('event: ping')).length >= 2)
+  t.equal(head.raw(), headers, 'nothing after the headers')
+})
