@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto'
 import { isAdmin, type Principal } from '../auth/principal.js'
 import { notEnoughPrivileges } from '../acl/check.js'
 import { noSuchObject } from '../errors.js'
-import type { FeedEvent, Membership, Sink } from '../events/feeds.js'
+import type { Membership, Sink } from '../events/feeds.js'
 import { judgedFormat, streamAccess } from './live-access.js'
 import { sseFrame, subscriptionFormat } from '../events/sse-format.js'
+import type { Chunk } from '../http/chunk.js'
 import type { Outbox } from '../http/outbox.js'
 import { openLiveResponse, type LiveContext, type LiveDeps } from './live.js'
 
@@ -53,9 +54,7 @@ export class EventStreams {
       if (this.#deps.feeds.resumable(after)) resumeFrom = after
       else outbox.push(this.#resync())
     }
-    // Access control will judge each event against the connection's user here.
-    const sink: Sink = { push: (frame: Buffer, _event: FeedEvent) => outbox.push(frame) }
-    const connection: Connection = { id, userId: principal.id, outbox, sink, subscriptions: new Map(), resumeFrom, replayed: new Set() }
+    const connection: Connection = { id, userId: principal.id, outbox, sink: outbox, subscriptions: new Map(), resumeFrom, replayed: new Set() }
     this.#connections.set(id, connection)
     this.#startPing()
     onClose(() => {
@@ -109,7 +108,7 @@ export class EventStreams {
     return connection
   }
 
-  #resync(): Buffer {
+  #resync(): Chunk {
     return sseFrame('resync', '{}', this.#deps.feeds.position)
   }
 

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { badQuery } from '../errors.js'
-import type { FeedEvent, Membership } from '../events/feeds.js'
+import type { Membership } from '../events/feeds.js'
 import { watchFormat, watchLine } from '../events/watch-format.js'
 import { compileFilter } from '../filter/index.js'
 import { NDJSON_TYPE } from '../http/reply.js'
@@ -62,10 +62,9 @@ export function watchCollection(deps: LiveDeps, hrefOf: (collection: string, id:
       },
     }
     const { outbox, onClose } = openLiveResponse(deps, ctx, NDJSON_TYPE, { watch: source.name })
-    const sink = { push: (frame: Buffer, _event: FeedEvent) => outbox.push(frame) }
-    if (query.since !== undefined && query.since !== 'now' && !deps.feeds.replay(source.type, Number(query.since), membership, sink)) {
+    if (query.since !== undefined && query.since !== 'now' && !deps.feeds.replay(source.type, Number(query.since), membership, outbox)) {
       outbox.push(watchLine('resync', 'null', deps.feeds.position))
     }
-    onClose(deps.feeds.attach(source.type, membership, sink))
+    onClose(deps.feeds.attach(source.type, membership, outbox))
   }
 }

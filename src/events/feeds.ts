@@ -1,4 +1,5 @@
 import type { ChangeKind, XoRecord } from '../driver/types.js'
+import type { Chunk } from '../http/chunk.js'
 import type { Visibility } from '../acl/visibility.js'
 import { AudienceIndex } from './audience-index.js'
 import type { EventLog, LoggedChange } from './log.js'
@@ -12,14 +13,11 @@ export interface FeedEvent {
 }
 
 /** Bytes to deliver for an event, or undefined when this audience gets nothing for it. */
-export type Formatter = (event: FeedEvent) => Buffer | undefined
+export type Formatter = (event: FeedEvent) => Chunk | undefined
 
-/**
- * Where a connection receives frames. The event comes along so that a
- * connection can judge per object what its user may see.
- */
+/** Where a connection receives frames: each connection of an audience is handed the same one. */
 export interface Sink {
-  push(frame: Buffer, event: FeedEvent): void
+  push(frame: Chunk): void
 }
 
 /** The record as a collection serves it, or undefined when it is not part of that collection. */
@@ -119,7 +117,7 @@ class CollectionFeed {
       for (const audience of this.#index.candidates([event.before, event.after])) {
         const frame = audience.format(event)
         if (frame === undefined) continue
-        for (const sink of audience.sinks) sink.push(frame, event)
+        for (const sink of audience.sinks) sink.push(frame)
       }
     }
   }
@@ -189,7 +187,7 @@ export class Feeds {
     for (const entry of entries) {
       const event = toFeedEvent(entry, viewOf)
       const frame = event === undefined ? undefined : format(event)
-      if (event !== undefined && frame !== undefined) sink.push(frame, event)
+      if (frame !== undefined) sink.push(frame)
     }
     return true
   }

@@ -1,14 +1,13 @@
 import type { XoRecord } from '../driver/types.js'
 import { pick, type FieldPath } from '../api/projection.js'
+import { httpChunk, type Chunk } from '../http/chunk.js'
 import type { Formatter } from './feeds.js'
 
-/** One Server-Sent Event: `id:` (when numbered), `event:` and one `data:` line. */
-export function sseFrame(event: string, data: string | Buffer, id?: number): Buffer {
+/** One Server-Sent Event: `id:` (when numbered), `event:` and one `data:` line, its data given in parts. */
+export function sseFrame(event: string, data: string | readonly (string | Buffer)[], id?: number): Chunk {
   const head = `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: `
-  return typeof data === 'string' ? Buffer.from(`${head}${data}\n\n`) : Buffer.concat([Buffer.from(head), data, FRAME_END])
+  return typeof data === 'string' ? httpChunk(`${head}${data}\n\n`) : httpChunk(head, ...data, '\n\n')
 }
-
-const FRAME_END = Buffer.from('\n\n')
 
 /**
  * The frames of one subscription audience: the record (or its picked fields)
@@ -18,15 +17,12 @@ const FRAME_END = Buffer.from('\n\n')
  */
 export function subscriptionFormat(collection: string, fields: readonly FieldPath[] | undefined, bytesOf: (record: XoRecord) => Buffer): Formatter {
   const open = `{"$subscription":${JSON.stringify(collection)}`
-  const openBytes = Buffer.from(open)
-  const comma = Buffer.from(',')
   return (event) => {
     const record = event.after ?? event.before
     if (record === undefined) return undefined
     if (fields === undefined) {
       const bytes = bytesOf(record)
-      const data = bytes.length <= 2 ? Buffer.from(open + '}') : Buffer.concat([openBytes, comma, bytes.subarray(1)])
-      return sseFrame(event.kind, data, event.seq)
+      return sseFrame(event.kind, bytes.length <= 2 ? open + '}' : [open, ',', bytes.subarray(1)], event.seq)
     }
     const text = JSON.stringify(pick(record, fields))
     if (event.kind === 'update' && event.before !== undefined && JSON.stringify(pick(event.before, fields)) === text) return undefined

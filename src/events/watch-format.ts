@@ -1,5 +1,6 @@
 import type { XoRecord } from '../driver/types.js'
 import { pick, type FieldPath } from '../api/projection.js'
+import { httpChunk, type Chunk } from '../http/chunk.js'
 import type { FeedEvent, Formatter } from './feeds.js'
 
 export interface WatchShape {
@@ -46,9 +47,7 @@ export function watchFormat(shape: WatchShape): Formatter {
   }
 }
 
-export function watchLine(event: string, value: Buffer | string, seq?: number): Buffer {
+export function watchLine(event: string, value: Buffer | string, seq?: number): Chunk {
   const tail = seq === undefined ? ']\n' : `,${seq}]\n`
-  return typeof value === 'string'
-    ? Buffer.from(`["${event}",${value}${tail}`)
-    : Buffer.concat([Buffer.from(`["${event}",`), value, Buffer.from(tail)])
+  return typeof value === 'string' ? httpChunk(`["${event}",${value}${tail}`) : httpChunk(`["${event}",`, value, tail)
 }

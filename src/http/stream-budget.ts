@@ -7,11 +7,20 @@ export interface Budgeted {
 }
 
 /**
+ * What is left once the bound was passed, as a share of the bound. Each
+ * settling measures and sorts every connection: cut to just under the bound,
+ * a herd of stalled connections growing together passes it again a few
+ * changes later, for as many settlings as there are stalled connections.
+ */
+const SETTLED_SHARE = 7 / 8
+
+/**
  * One bound on the bytes all stream connections together have yet to
  * deliver, past each connection's own. Connections report their backlog when
  * it moves (a push, a write, a drain); when the sum of the reports passes the
- * bound, every backlog is measured anew and the largest are cut until the
- * rest fits: the slowest readers go, the others keep receiving.
+ * bound, every backlog is measured anew and, if the bound is still passed,
+ * the largest are cut until the rest fits in 7/8 of it: the slowest readers
+ * go, the others keep receiving.
  */
 export class StreamBudget {
   readonly #limit: number
@@ -54,8 +63,9 @@ export class StreamBudget {
     }
     if (this.#total <= this.#limit) return
     backlogs.sort((a, b) => b[1] - a[1])
+    const settled = this.#limit * SETTLED_SHARE
     for (const [connection, undelivered] of backlogs) {
-      if (this.#total <= this.#limit) break
+      if (this.#total <= settled) break
       const total = this.#total
       this.forget(connection)
       connection.cut(undelivered, total)

@@ -221,6 +221,10 @@ t.test('a client that stops reading is cut off; the others are not', async (t) =
   t.ok(logged, 'an error names the connection')
   t.equal(logged?.['user'], ADMIN_EMAIL, 'and its user')
   t.ok((logged?.['undelivered'] as number) <= 1024 * 1024 + 64 * 1024, 'undelivered bytes stayed near the bound')
+  t.equal(logged?.['msg'], 'too much undelivered data for a stream connection: closing it', 'and says why')
+  const metrics = await (await server.request('/metrics')).text()
+  t.match(metrics, /^keel_stream_cuts_total\{reason="connection"\} 1$/m, 'the cut is counted with its reason')
+  t.notMatch(metrics, /^keel_stream_cuts_total\{reason="total"\} [1-9]/m, 'and not as a cut by the bound of all')
   healthy.stream.close()
 })
 

@@ -5,6 +5,7 @@ import { toFeedEvent } from '../../src/events/feeds.js'
 import { EventLog, type LoggedChange } from '../../src/events/log.js'
 import { watchFormat } from '../../src/events/watch-format.js'
 import { subscriptionFormat } from '../../src/events/sse-format.js'
+import { chunkPayload } from '../../src/http/chunk.js'
 
 const vm = (id: string, fields: Record<string, unknown> = {}): XoRecord => ({ id, type: 'VM', ...fields })
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
@@ -88,7 +89,8 @@ t.test('watch lines judge the filter on both sides', async (t) => {
   })
   const line = (change: ObjectChange): string | undefined => {
     const event = toFeedEvent(logged(change), onlyVms)
-    return event === undefined ? undefined : format(event)?.toString()
+    const chunk = event === undefined ? undefined : format(event)
+    return chunk === undefined ? undefined : chunkPayload(chunk).toString()
   }
   const rows: Array<[string, ObjectChange, string | undefined]> = [
     ['enters', { kind: 'update', object: vm('x', { name: 'in' }), previous: vm('x', { name: 'out' }) }, '["update",{"name":"in","href":"/rest/v0/vms/x"}]\n'],
@@ -105,10 +107,11 @@ t.test('subscription frames: $subscription first, suppression only with fields',
   const bytesOf = (record: XoRecord): Buffer => Buffer.from(JSON.stringify(record))
   const event = toFeedEvent(logged({ kind: 'update', object: vm('x', { a: 1, b: 2 }), previous: vm('x', { a: 1, b: 1 }) }), onlyVms)!
   t.equal(subscriptionFormat('VM', [['a']], bytesOf)(event), undefined, 'a change outside the fields is not sent')
-  t.equal(subscriptionFormat('VM', [['b']], bytesOf)(event)?.toString(), 'id: 7\nevent: update\ndata: {"$subscription":"VM","b":2}\n\n')
+  // Each frame is one HTTP chunk, its size in hex first.
+  t.equal(subscriptionFormat('VM', [['b']], bytesOf)(event)?.toString(), '38\r\nid: 7\nevent: update\ndata: {"$subscription":"VM","b":2}\n\n\r\n')
   t.equal(
     subscriptionFormat('VM', undefined, bytesOf)(event)?.toString(),
-    'id: 7\nevent: update\ndata: {"$subscription":"VM","id":"x","type":"VM","a":1,"b":2}\n\n',
+    '53\r\nid: 7\nevent: update\ndata: {"$subscription":"VM","id":"x","type":"VM","a":1,"b":2}\n\n\r\n',
   )
 })
 

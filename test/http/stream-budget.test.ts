@@ -41,3 +41,15 @@ t.test('reports gone stale are measured again before anyone is cut', async (t) =
   budget.forget(growing)
   t.equal(budget.total, 0)
 })
+
+t.test('once past the bound, connections are cut until the rest fits in 7/8 of it', async (t) => {
+  const budget = new StreamBudget(100)
+  const connections = Array.from({ length: 9 }, () => new Connection(11))
+  for (const connection of connections) budget.report(connection, connection.backlog)
+  const [growing, ...others] = connections as [Connection, ...Connection[]]
+  growing.backlog = 13
+  budget.report(growing, 13)
+  t.equal(growing.cutAt, 13, 'the largest goes first')
+  t.equal(others.filter((connection) => connection.cutAt === 11).length, 1, 'and one more, where the largest alone left 88')
+  t.equal(budget.total, 77)
+})
