@@ -6,6 +6,7 @@ import { deepFreeze } from '../lab/deep-freeze.js'
 import type { ObjectChange, XoRecord } from '../types.js'
 import type { XapiConnection } from './connection.js'
 import { isRef, type MappingContext } from './mapping/context.js'
+import { mappedFields } from './mapping/fields.js'
 import { vmId, WATCHED_CLASSES, xoRecord, type XapiObject, type XapiRecord } from './mapping/index.js'
 import { isTransportError } from './transport.js'
 import { XapiError } from './types.js'
@@ -151,12 +152,14 @@ export class PoolIndex {
   /** Every record of a class; from the event log when the host has no get_all_records for it (the simulator's messages). */
   async #fetch(cls: string): Promise<Record<string, XapiRecord>> {
     const { signal } = this.#stop
+    // Each record trimmed as its reply is read: the whole ones die young.
+    const member = (_ref: string, record: unknown): XapiRecord => mappedFields(cls, record as XapiRecord)
     try {
-      return await this.#connection.call<Record<string, XapiRecord>>(`${cls}.get_all_records`, [], { signal })
+      return await this.#connection.call<Record<string, XapiRecord>>(`${cls}.get_all_records`, [], { signal, member })
     } catch (error) {
       if (!(error instanceof XapiError && error.code === 'MESSAGE_METHOD_UNKNOWN')) throw error
       const { events } = await this.#connection.call<EventBatch>('event.from', [[cls], '', 0], { signal })
-      return Object.fromEntries(events.flatMap((event) => (event.operation === 'del' || event.snapshot === undefined ? [] : [[event.ref, event.snapshot]])))
+      return Object.fromEntries(events.flatMap((event) => (event.operation === 'del' || event.snapshot === undefined ? [] : [[event.ref, mappedFields(cls, event.snapshot)]])))
     }
   }
 
@@ -203,7 +206,7 @@ export class PoolIndex {
       }
       if (cls === undefined) continue
       if (event.operation === 'del') this.#remove(event.ref)
-      else if (event.snapshot !== undefined) this.#put({ cls, ref: event.ref, record: event.snapshot })
+      else if (event.snapshot !== undefined) this.#put({ cls, ref: event.ref, record: mappedFields(cls, event.snapshot) })
       changed.add(event.ref)
     }
     this.#token = batch.token
