@@ -51,7 +51,7 @@ t.test('the index keeps of each record the fields its mapping reads, and maps it
   t.ok(mapped > 50, `${mapped} records mapped`)
   const dropped = [...read].filter((field) => {
     const [cls = '', key = ''] = field.split('.')
-    return !Object.hasOwn(mappedFields(cls, { [key]: 1 }), key)
+    return mappedFields(cls, { [key]: 1 })[key] !== 1
   })
   t.same(dropped, [], 'every field a mapper read is kept')
   t.ok(read.has('SR.shared') && read.has('host.software_version'), 'the reads of other objects are counted')

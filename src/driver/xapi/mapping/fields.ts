@@ -58,12 +58,19 @@ const MAPPED: Readonly<Record<string, readonly string[]>> = {
   ],
 }
 
-/** The fields the mapping reads of a record of `cls` (the whole record for a class it does not list). */
+/**
+ * For each class, an object with its fields, all undefined: a record is a copy of it with values set.
+ * Built by adding its fields one by one, a VM's record turned to dictionary mode in V8 (1.6 KB
+ * against 0.35 KB), its fields no longer in the object.
+ */
+const TEMPLATES = new Map(Object.entries(MAPPED).map(([cls, fields]) => [cls, { fields, template: Object.fromEntries(fields.map((field) => [field, undefined])) }]))
+
+/** The fields the mapping reads of a record of `cls`, undefined where it has none (the whole record for a class it does not list). */
 export function mappedFields(cls: string, record: XapiRecord): XapiRecord {
-  const fields = Object.hasOwn(MAPPED, cls) ? MAPPED[cls] : undefined
-  if (fields === undefined) return record
-  const kept: Record<string, unknown> = {}
-  for (const field of fields) if (Object.hasOwn(record, field)) kept[field] = record[field]
+  const kind = TEMPLATES.get(cls)
+  if (kind === undefined) return record
+  const kept: Record<string, unknown> = { ...kind.template }
+  for (const field of kind.fields) kept[field] = record[field]
   return kept
 }
 
