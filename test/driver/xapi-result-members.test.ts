@@ -1,5 +1,9 @@
+import { Agent, createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { readMembers, ResultMembers } from '../../src/driver/xapi/result-members.js'
+import { jsonRpc, XapiTransportError } from '../../src/driver/xapi/transport.js'
+import { XapiError } from '../../src/driver/xapi/types.js'
 import { decodeJsonRpcResponse, JsonRpcParseError, type JsonRpcResponse } from '../../src/xapi/json-rpc.js'
 
 /** The reply fed in chunks of `size` bytes; each member the reader saw, and the decoded reply. */
@@ -59,4 +63,30 @@ t.test('a reply cut or malformed fails as a parse error', async (t) => {
   for (const text of [whole.slice(0, 40), whole.slice(0, -2), whole.replace('"uuid":"b"', '"uuid":b'), '<html>500</html>', '']) {
     t.throws(() => read(text, 16), JsonRpcParseError, JSON.stringify(text.slice(0, 50)))
   }
+})
+
+t.test('a call with a member reader: the result as the reader kept it, a failure as its XapiError, a reply cut in its result as a transport failure', async (t) => {
+  const replies = [
+    JSON.stringify({ jsonrpc: '2.0', result: RECORDS, id: 1 }),
+    JSON.stringify({ jsonrpc: '2.0', error: { code: 1, message: 'SESSION_INVALID', data: ['OpaqueRef:s'] }, id: 2 }),
+    JSON.stringify({ jsonrpc: '2.0', result: RECORDS, id: 3 }).slice(0, 120),
+  ]
+  let served = 0
+  const server = createServer((req, res) => {
+    const reply = Buffer.from(replies[served++] ?? '')
+    req.resume()
+    // Sent in pieces of 50 bytes, as a socket delivers a large reply.
+    res.writeHead(200, { 'content-type': 'application/json' })
+    for (let at = 0; at < reply.length; at += 50) res.write(reply.subarray(at, at + 50))
+    res.end()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const agent = new Agent({ keepAlive: true })
+  t.teardown(() => (agent.destroy(), server.close()))
+  const target = { origin: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), agent }
+  const member = (_key: string, value: unknown): unknown => (value as { uuid: string }).uuid
+  t.same(await jsonRpc(target, 'VM.get_all_records', [], { timeout: 5_000, member }), { 'OpaqueRef:1': 'a', 'OpaqueRef:2': 'b', 'OpaqueRef:"3"': 'c' })
+  await t.rejects(jsonRpc(target, 'VM.get_all_records', [], { timeout: 5_000, member }), new XapiError('SESSION_INVALID', ['OpaqueRef:s']))
+  await t.rejects(jsonRpc(target, 'VM.get_all_records', [], { timeout: 5_000, member }), XapiTransportError)
+  t.equal(served, 3, 'each call sent once')
 })
