@@ -92,6 +92,11 @@ export function decodeJsonRpcResponse(text: string): JsonRpcResponse {
   } catch (error) {
     throw new JsonRpcParseError(`malformed JSON: ${(error as Error).message}`, { cause: error })
   }
+  return decodeJsonRpcBody(body)
+}
+
+/** The same reading, of a response already parsed (a client that parsed its result in parts). */
+export function decodeJsonRpcBody(body: unknown): JsonRpcResponse {
   if (!isObject(body)) throw new JsonRpcParseError('a response is a JSON object')
   const { error } = body
   if (error === undefined || error === null) {

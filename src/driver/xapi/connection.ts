@@ -118,7 +118,7 @@ export class XapiConnection implements XapiPool {
     if (this.#closed) throw new XapiTransportError('the connection is closed')
     const session = await this.#sessionRef()
     try {
-      return (await this.#rpc(this.#target(), method, [session, ...params], { timeout: options.timeout ?? this.#callTimeout, signal: options.signal })) as T
+      return (await this.#rpc(this.#target(), method, [session, ...params], { timeout: options.timeout ?? this.#callTimeout, signal: options.signal, member: options.member })) as T
     } catch (error) {
       if (error instanceof XapiError) {
         if (error.code === 'SESSION_INVALID' && !attempt.renewed) {

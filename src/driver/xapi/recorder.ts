@@ -6,6 +6,7 @@ import type { WriteStream } from 'node:fs'
 import type { Logger } from 'pino'
 import { LOGIN, SCRUBBED_PASSWORD, SCRUBBED_SESSION, type RecordedLine } from './recording.js'
 import type { RpcOptions, RpcTarget } from './transport.js'
+import { readMembers } from './result-members.js'
 import { XapiError } from './types.js'
 
 /** One JSON-RPC call, as transport.ts sends it. */
@@ -69,11 +70,12 @@ export class XapiRecorder {
 
   /** `rpc`, each call recorded once answered. */
   wrap(rpc: Rpc): Rpc {
-    return async (target, method, params, options) => {
+    return async (target, method, params, { member, ...options }) => {
       this.#learn(method, params)
       const sent = this.#now()
       let result: unknown
       try {
+        // The whole result is recorded, as the pool sent it; the caller gets what its reader keeps.
         result = await rpc(target, method, params, options)
       } catch (error) {
         await this.#write({ t: iso(sent), kind: 'error', method, params, error: describe(error), ms: this.#now() - sent })
@@ -81,7 +83,7 @@ export class XapiRecorder {
       }
       if (method === LOGIN && typeof result === 'string') this.#secrets.set(result, SCRUBBED_SESSION)
       await this.#write({ t: iso(sent), kind: method === 'event.from' ? 'event-batch' : 'call', method, params, result, ms: this.#now() - sent })
-      return result
+      return member === undefined ? result : readMembers(result, member)
     }
   }
 

@@ -1,6 +1,7 @@
 import { request as httpRequest, type Agent, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import { decodeJsonRpcResponse, JsonRpcParseError } from '../../xapi/json-rpc.js'
+import { decodeJsonRpcResponse, JsonRpcParseError, type JsonRpcResponse } from '../../xapi/json-rpc.js'
+import { ResultMembers, type MemberReader } from './result-members.js'
 import { XapiError } from './types.js'
 
 /**
@@ -31,6 +32,8 @@ export interface RpcTarget {
 export interface RpcOptions {
   readonly timeout: number
   readonly signal?: AbortSignal | undefined
+  /** an object result read member by member, each as this keeps it (result-members.ts) */
+  readonly member?: MemberReader | undefined
 }
 
 const abortError = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError'))
@@ -76,23 +79,35 @@ async function readText(response: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8')
 }
 
+/** The reply, parsed as it arrives when its members are read one by one. */
+async function readReply(response: IncomingMessage, member: MemberReader | undefined): Promise<() => JsonRpcResponse> {
+  if (member === undefined || response.statusCode !== 200) {
+    const text = await readText(response)
+    return () => decodeJsonRpcResponse(text)
+  }
+  const members = new ResultMembers(member)
+  for await (const chunk of response) members.write(chunk as Buffer)
+  return () => members.end()
+}
+
 let nextId = 0
 
 /** One JSON-RPC v2 call: its result, or a XapiError {code, params}, or a XapiTransportError. */
 export async function jsonRpc(target: RpcTarget, method: string, params: readonly unknown[], options: RpcOptions): Promise<unknown> {
   const body = JSON.stringify({ jsonrpc: '2.0', method, params, id: ++nextId })
   const response = await send(target, 'POST', '/jsonrpc', body, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, options)
-  let text: string
+  let decode: () => JsonRpcResponse
   try {
-    text = await readText(response)
+    decode = await readReply(response, options.member)
   } catch (error) {
     if (options.signal?.aborted === true) throw error
+    if (error instanceof JsonRpcParseError) throw new XapiTransportError(`${target.origin.host}: ${method}: ${error.message}`, { cause: error })
     throw new XapiTransportError(`${target.origin.host}: the answer to ${method} was cut: ${(error as Error).message}`, { cause: error })
   }
   if (response.statusCode !== 200) throw new XapiTransportError(`${target.origin.host}: ${method} answered HTTP ${response.statusCode ?? '?'}`)
   let decoded
   try {
-    decoded = decodeJsonRpcResponse(text)
+    decoded = decode()
   } catch (error) {
     if (error instanceof JsonRpcParseError) throw new XapiTransportError(`${target.origin.host}: ${method}: ${error.message}`, { cause: error })
     throw error

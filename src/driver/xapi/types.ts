@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { WaitOptions, XoRecord } from '../types.js'
+import type { MemberReader } from './result-members.js'
 
 /**
  * The seams of the XAPI driver: a pool connection (calls, tasks, HTTP
@@ -32,6 +33,8 @@ export interface XapiCallOptions {
   /** ms before the call fails with a timeout (default: the connection's) */
   readonly timeout?: number
   readonly fallback?: XapiFallback
+  /** an object result read member by member, each as this keeps it: a full fetch keeps what the mapping reads */
+  readonly member?: MemberReader
 }
 
 export interface XapiTaskOptions {

@@ -37,12 +37,23 @@ export const num = (value: unknown): number => {
 
 export const bool = (value: unknown): boolean => value === true
 
-export const list = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : [])
+/*
+ * A list or map the wire gives as strings already (JSON-RPC's always are) is the record's own, not a
+ * copy: the XO record and the index's XAPI record share it, as neither changes (issue 28: a copy of
+ * each of a VM's maps and lists doubled them in the heap).
+ */
+const strings = (value: object): boolean => {
+  for (const item of Object.values(value)) if (typeof item !== 'string') return false
+  return true
+}
 
-export const map = (value: unknown): Record<string, string> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) && !(value instanceof XmlRpcDouble)
-    ? Object.fromEntries(Object.entries(value).map(([key, item]) => [key, String(item)]))
-    : {}
+export const list = (value: unknown): string[] => (Array.isArray(value) ? (strings(value) ? (value as string[]) : value.map(String)) : [])
+
+export const map = (value: unknown): Record<string, string> => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Date || value instanceof XmlRpcDouble) return {}
+  if (Object.getPrototypeOf(value) === Object.prototype && strings(value)) return value as Record<string, string>
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, String(item)]))
+}
 
 /** XO's parseDateTime: seconds since the epoch, null for unset (the epoch itself). */
 export function seconds(value: unknown): number | null {
