@@ -45,6 +45,8 @@ interface Attempt {
   renewed: boolean
   followed: boolean
   failedOver: boolean
+  /** a read (the event loop's poll): sent again after a timeout, since running it twice changes nothing */
+  idempotent?: boolean
 }
 
 /**
@@ -117,7 +119,7 @@ export class XapiConnection implements XapiPool {
 
   /** A call outside the concurrency cap: the event loop's long poll must not hold a slot. */
   poll<T = unknown>(method: string, params: readonly unknown[], options: XapiCallOptions): Promise<T> {
-    return this.#call<T>(method, params, options, { renewed: false, followed: false, failedOver: false })
+    return this.#call<T>(method, params, options, { renewed: false, followed: false, failedOver: false, idempotent: true })
   }
 
   async #call<T>(method: string, params: readonly unknown[], options: XapiCallOptions, attempt: Attempt): Promise<T> {
@@ -147,7 +149,7 @@ export class XapiConnection implements XapiPool {
         const master = this.#origin.host
         await this.#failOver(error)
         // A call the same master took and did not answer in time may have run: it is not sent twice.
-        if (error.timedOut && this.#origin.host === master) throw error
+        if (error.timedOut && this.#origin.host === master && attempt.idempotent !== true) throw error
         return this.#call(method, params, options, { ...attempt, failedOver: true })
       }
       throw error
