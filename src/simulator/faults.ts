@@ -19,7 +19,7 @@ export interface FaultSettings {
   readonly stop_member?: string
   /** true: the master stops answering (its connections reset) and keeps its role; false: it answers again */
   readonly pause_master?: boolean
-  /** true: every transfer (disk and VM handlers, RRD) is taken and never answered; false: they are answered again */
+  /** true: every disk and VM transfer is taken and never answered; false: they are answered again */
   readonly stall_transfers?: boolean
   /** the next disk export to send more than this many bytes stops there and sends nothing more, its connection open */
   readonly stall_next_export_after?: number
