@@ -163,11 +163,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   const acl = new AccessControl(db, bus, directory, clock)
   const adminId = await ensureAdministrator(directory, options, log)
   tokens.pruneExpired()
-  const { kind, disconnectGrace, record, recordMaxBytes } = options.config.driver
+  const { kind, disconnectGrace, record, recordMaxBytes, transferResponseTimeout, transferIdleTimeout } = options.config.driver
   const xapi =
     kind === 'xapi'
       ? new XapiDriver({
           graceDelay: disconnectGrace,
+          transferTimeouts: { response: transferResponseTimeout, idle: transferIdleTimeout },
           log: log.child({ component: 'xapi' }),
           ...(record === undefined ? {} : { record: { dir: record, maxBytes: recordMaxBytes } }),
           ...options.xapi,

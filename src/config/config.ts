@@ -166,6 +166,10 @@ const sections = {
       disconnectGrace: { read: durationReader, default: 60_000 },
       record: { read: optionalFolderReader, default: undefined },
       recordMaxBytes: { read: integerReader(4096, 1024 ** 4), default: 256 * 1024 * 1024 },
+      /** xapi: how long the host of a disk, VM, console or statistics transfer has to answer (0: no limit) */
+      transferResponseTimeout: { read: durationReader, default: 60_000 },
+      /** xapi: how long a transfer may move no byte either way once answered (0: no limit) */
+      transferIdleTimeout: { read: durationReader, default: 5 * 60_000 },
     },
   },
   backups: {

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Services } from './context.js'
 import type { PoolRoles } from './members.js'
 
@@ -16,9 +17,18 @@ export interface FaultSettings {
   readonly stop_master?: boolean
   /** the member at this address stops answering (its connections reset); the master keeps its role */
   readonly stop_member?: string
+  /** true: the master stops answering (its connections reset) and keeps its role; false: it answers again */
+  readonly pause_master?: boolean
+  /** true: every disk and VM transfer is taken and never answered; false: they are answered again */
+  readonly stall_transfers?: boolean
+  /** the next disk export to send more than this many bytes stops there and sends nothing more, its connection open */
+  readonly stall_next_export_after?: number
 }
 
-const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after', 'stop_master', 'stop_member'] as const
+/** Where the faults are posted. */
+export const FAULTS_PATH = '/simulator/faults'
+
+const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after', 'stop_master', 'stop_member', 'pause_master', 'stall_transfers', 'stall_next_export_after'] as const
 
 const limitBody = 4096
 
@@ -33,6 +43,8 @@ export class Faults {
   readonly #roles: PoolRoles
   #delay = 0
   #resetAfter: number | undefined
+  #stallAfter: number | undefined
+  #stalling = false
 
   constructor(services: Services, roles: PoolRoles) {
     this.#services = services
@@ -51,8 +63,25 @@ export class Faults {
     return after
   }
 
+  /** Whether transfers are taken and left unanswered. */
+  get stallsTransfers(): boolean {
+    return this.#stalling
+  }
+
+  /** The byte count after which the next export that reaches it stops sending. */
+  get exportStall(): number | undefined {
+    return this.#stallAfter
+  }
+
+  /** Takes the export stall, once: true for the export that reached it first. */
+  takeExportStall(): boolean {
+    const armed = this.#stallAfter !== undefined
+    this.#stallAfter = undefined
+    return armed
+  }
+
   handle(request: IncomingMessage, response: ServerResponse): boolean {
-    if (new URL(request.url ?? '/', 'http://simulator').pathname !== '/simulator/faults') return false
+    if (new URL(request.url ?? '/', 'http://simulator').pathname !== FAULTS_PATH) return false
     const answer = (status: number, body: unknown): void => {
       const text = JSON.stringify(body)
       response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
@@ -75,14 +104,14 @@ export class Faults {
       if (text.length > limitBody) request.destroy()
     })
     request.on('end', () => {
-      const problem = this.#apply(text)
+      const problem = this.#apply(text, request.socket)
       if (problem === undefined) answer(200, { delay_ms: this.#delay, reset_next_export_after: this.#resetAfter ?? null })
       else answer(400, { error: problem })
     })
     return true
   }
 
-  #apply(text: string): string | undefined {
+  #apply(text: string, socket: Socket): string | undefined {
     let body: unknown
     try {
       body = JSON.parse(text)
@@ -93,7 +122,7 @@ export class Faults {
     const settings = body as Record<string, unknown>
     const unknown = Object.keys(settings).filter((key) => !KEYS.some((known) => known === key))
     if (unknown.length > 0) return `unknown settings: ${unknown.join(', ')}`
-    const { invalidate_sessions: invalidate, lose_events: lose, delay_ms: delay, reset_next_export_after: reset, stop_master: stop, stop_member: member } = settings
+    const { invalidate_sessions: invalidate, lose_events: lose, delay_ms: delay, reset_next_export_after: reset, stop_master: stop, stop_member: member, pause_master: pause, stall_transfers: stall, stall_next_export_after: stallAfter } = settings
     if (invalidate !== undefined && typeof invalidate !== 'boolean') return 'invalidate_sessions is a boolean'
     if (lose !== undefined && typeof lose !== 'boolean') return 'lose_events is a boolean'
     const count = (value: unknown): boolean => value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0)
@@ -102,6 +131,10 @@ export class Faults {
     if (stop !== undefined && stop !== true) return 'stop_master is true (a stopped master stays stopped)'
     if (member !== undefined && typeof member !== 'string') return "stop_member is a member's address"
     if (stop === true && member !== undefined) return 'stop_master and stop_member are set one at a time'
+    if (pause !== undefined && typeof pause !== 'boolean') return 'pause_master is a boolean'
+    if (pause !== undefined && (stop !== undefined || member !== undefined)) return 'pause_master is set without stop_master or stop_member'
+    if (stall !== undefined && typeof stall !== 'boolean') return 'stall_transfers is a boolean'
+    if (!count(stallAfter)) return 'stall_next_export_after is a whole number of bytes'
     // The settings that can be refused for the pool's state, so tried first: then nothing else is applied either.
     const refused = stop === true ? this.#roles.stopMaster() : member === undefined ? undefined : this.#roles.stopMember(member)
     if (refused !== undefined) return refused
@@ -110,6 +143,10 @@ export class Faults {
     if (lose === true) this.#services.db.forgetLog()
     if (typeof delay === 'number') this.#delay = delay
     if (typeof reset === 'number') this.#resetAfter = reset
+    if (pause === true) this.#roles.pauseMaster(socket)
+    if (pause === false) this.#roles.resumeMaster()
+    if (typeof stall === 'boolean') this.#stalling = stall
+    if (typeof stallAfter === 'number') this.#stallAfter = stallAfter
     return undefined
   }
 }

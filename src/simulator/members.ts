@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { CallOutcome } from './calls.js'
 import type { XapiDatabase } from './database.js'
 import type { LabFeed } from './lab-feed.js'
+import { FAULTS_PATH } from './faults.js'
 
 const LOOPBACK = /^127\.0\.0\.(\d{1,3})$/
 
@@ -32,6 +34,8 @@ export const memberOf = (masterAddress: () => string): { call(method: string, pa
 
 type Listener = (request: IncomingMessage, response: ServerResponse) => void
 
+const isFaultRequest = (request: IncomingMessage): boolean => new URL(request.url ?? '/', 'http://simulator').pathname === FAULTS_PATH
+
 /**
  * Which host is the master, and which hosts have stopped (fault injection):
  * a stopped host resets every connection, as a host that went down mid-way
@@ -44,6 +48,10 @@ export class PoolRoles {
   readonly #feed: LabFeed
   readonly #masterRef: () => string
   readonly #stopped = new Set<string>()
+  /** the master paused (pauseMaster), if any: it keeps its role */
+  #paused: string | undefined
+  /** each host's connections, for a pause to reset them */
+  readonly #sockets = new Map<string, Set<Socket>>()
   readonly #onStop = new Set<(ref: string) => void>()
   #addresses = new Map<string, string>()
 
@@ -63,9 +71,9 @@ export class PoolRoles {
     return this.#addresses.get(ref)
   }
 
-  /** Whether the host `ref` has been stopped (it resets every connection). */
+  /** Whether the host `ref` has been stopped or paused (it resets every connection). */
   isStopped(ref: string): boolean {
-    return this.#stopped.has(ref)
+    return this.#stopped.has(ref) || this.#paused === ref
   }
 
   /** Calls `listener` with each host stopped, for what it holds open (its consoles' connections) to go with it. */
@@ -80,8 +88,13 @@ export class PoolRoles {
   /** What the host `ref` does with a request: serve it as master, send the client to the master, or reset it. */
   listener(ref: string, master: Listener, member: Listener): Listener {
     return (request, response) => {
-      if (this.#stopped.has(ref)) request.socket.destroy()
-      else if (ref === this.#masterRef()) master(request, response)
+      // A paused master still takes faults: the one that ends the pause is sent there.
+      if (this.#stopped.has(ref) || (this.#paused === ref && !isFaultRequest(request))) {
+        request.socket.destroy()
+        return
+      }
+      this.#track(ref, request.socket)
+      if (ref === this.#masterRef()) master(request, response)
       else member(request, response)
     }
   }
@@ -103,6 +116,31 @@ export class PoolRoles {
     this.#stop(current)
     for (const pool of this.#db.ofClass('pool')) this.#feed.overlay(pool.ref, { master: next })
     return undefined
+  }
+
+  /**
+   * The master stops answering, its connections reset, but keeps its role
+   * (members go on naming it) until resumeMaster: a master back after a
+   * network outage, with its sessions and events. `except`: the connection
+   * of the fault request itself, which gets its answer.
+   */
+  pauseMaster(except: Socket): void {
+    const ref = this.#masterRef()
+    this.#paused = ref
+    for (const socket of this.#sockets.get(ref) ?? []) if (socket !== except) socket.destroy()
+    for (const listener of this.#onStop) listener(ref)
+  }
+
+  resumeMaster(): void {
+    this.#paused = undefined
+  }
+
+  #track(ref: string, socket: Socket): void {
+    const sockets = this.#sockets.get(ref) ?? new Set()
+    this.#sockets.set(ref, sockets)
+    if (sockets.has(socket)) return
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
   }
 
   #stop(ref: string): void {

@@ -49,6 +49,20 @@ async function* cut(bytes: AsyncIterable<Buffer>, limit: number, response: Serve
   }
 }
 
+/** The bytes up to `limit`, then nothing more until the connection closes, if `take` says the fault is still armed (fault injection). */
+async function* stall(bytes: AsyncIterable<Buffer>, limit: number, take: () => boolean, response: ServerResponse): AsyncGenerator<Buffer> {
+  let sent = 0
+  for await (const chunk of bytes) {
+    if (sent + chunk.length >= limit && take()) {
+      yield chunk.subarray(0, limit - sent)
+      await new Promise((resolve) => response.once('close', resolve))
+      throw new XapiFailure('VDI_IO_ERROR', 'the client went away from a stalled export (injected fault)')
+    }
+    sent += chunk.length
+    yield chunk
+  }
+}
+
 function refuse(response: ServerResponse, status: number, detail: string): void {
   const body = `<html><body><h1>HTTP ${status}</h1>${detail.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</body></html>`
   response.writeHead(status, { 'content-type': 'text/html', connection: 'close', 'content-length': Buffer.byteLength(body) })
@@ -92,7 +106,8 @@ export class Transfers {
       request.destroy(new Error('the task was cancelled'))
       response.destroy()
     })
-    const work = handler(url.searchParams, request, response, hostRef)
+    // A stalled host says nothing and reads nothing: the transfer ends only with its connection (or its task cancelled).
+    const work = this.#faults.stallsTransfers ? new Promise<never>((_, reject) => request.socket.once('close', () => reject(new XapiFailure('INTERNAL_ERROR', 'the client went away')))) : handler(url.searchParams, request, response, hostRef)
     work.then(
       (value) => {
         if (task !== undefined) this.#tasks.settle(task, { value })
@@ -251,7 +266,9 @@ export class Transfers {
     // No length and the connection closed at the end: the body ends with the socket, as XAPI sends it.
     response.writeHead(200, { 'content-type': 'application/octet-stream', connection: 'close' })
     const resetAfter = this.#faults.takeExportReset()
-    await pipeline(Readable.from(resetAfter === undefined ? stream.bytes : cut(stream.bytes, resetAfter, response)), response)
+    const bytes = resetAfter === undefined ? stream.bytes : cut(stream.bytes, resetAfter, response)
+    const stallAfter = this.#faults.exportStall
+    await pipeline(Readable.from(stallAfter === undefined ? bytes : stall(bytes, stallAfter, () => this.#faults.takeExportStall(), response)), response)
     return ''
   }
 

@@ -107,9 +107,17 @@ t.test('repository roots: unset by default (the data directory decides), else ab
 })
 
 t.test('record mode of the XAPI driver (issue 28): off by default, else an absolute folder and a cap per file', async (t) => {
-  t.same(loadConfig().driver, { kind: 'lab', disconnectGrace: 60_000, record: undefined, recordMaxBytes: 256 * 1024 * 1024 })
+  t.same(loadConfig().driver, { kind: 'lab', disconnectGrace: 60_000, record: undefined, recordMaxBytes: 256 * 1024 * 1024, transferResponseTimeout: 60_000, transferIdleTimeout: 300_000 })
   const config = loadConfig(file('record.toml', '[driver]\nkind = "xapi"\nrecord = "/srv/keel/../recordings"\nrecordMaxBytes = 1048576\n'))
-  t.same(config.driver, { kind: 'xapi', disconnectGrace: 60_000, record: '/srv/recordings', recordMaxBytes: 1048576 })
+  t.match(config.driver, { kind: 'xapi', disconnectGrace: 60_000, record: '/srv/recordings', recordMaxBytes: 1048576 })
+})
+
+t.test('the XAPI driver’s transfer timeouts (issue 28): a minute to answer, five without a byte moving; durations, 0 for none', async (t) => {
+  const config = loadConfig(file('transfers.toml', '[driver]\ntransferResponseTimeout = "20 seconds"\ntransferIdleTimeout = 0\n'))
+  t.match(config.driver, { transferResponseTimeout: 20_000, transferIdleTimeout: 0 })
+  const error = thrown(() => loadConfig(file('bad-transfers.toml', '[driver]\ntransferIdleTimeout = "soon"\n')))
+  t.ok(error instanceof ConfigError)
+  t.equal((error as ConfigError).key, 'driver.transferIdleTimeout')
 })
 
 t.test('invalid TOML names the file', async (t) => {

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
 import type { Driver, ObjectChange, XoRecord } from '../../src/driver/types.js'
+import type { XapiDriverOptions } from '../../src/driver/xapi/driver.js'
 import { recordSchemas } from '../../src/model/records.js'
 import { connectDriver, injectFault, simulatedPool } from '../helpers/xapi-driver.js'
 import { PASSWORD, type RunningSimulator } from '../helpers/xapi-simulator.js'
@@ -56,8 +57,8 @@ const rename = (url: string, record: XoRecord, name: string): Promise<unknown> =
  * a subscriber saw replays from the state before to the state served: no
  * change missed, none published twice, identity kept for what did not change.
  */
-async function survives(t: Test, fault: (simulator: RunningSimulator) => Promise<string>): Promise<void> {
-  const { simulator, driver } = await simulatedPool(t)
+async function survives(t: Test, fault: (simulator: RunningSimulator) => Promise<string>, options: XapiDriverOptions = {}): Promise<void> {
+  const { simulator, driver } = await simulatedPool(t, { driver: options })
   const before = served(driver)
   const changes: ObjectChange[] = []
   driver.subscribe((change) => changes.push(change))
@@ -92,3 +93,18 @@ t.test('faults: the master stopped and a member promoted', (t) =>
     if (master === undefined) throw new Error('no master after stop_master')
     return `http://${master.address}:${new URL(simulator.url).port}`
   }))
+
+t.test('faults: the master stopped and restarted, a change made meanwhile (its session and event token kept)', (t) =>
+  survives(
+    t,
+    async (simulator) => {
+      const third = named(simulator.simulator.services.driver, 'VM', 'mail-01')
+      const session = await simulator.login()
+      await injectFault(simulator.url, { pause_master: true })
+      await simulator.simulator.dispatcher.call('VM.set_name_label', [session, third['_xapiRef'], 'renamed during the outage'])
+      await injectFault(simulator.url, { pause_master: false })
+      return simulator.url
+    },
+    // Probes given longer than the outage takes on a busy machine: the master must be found again, not the pool lost.
+    { probeTimeout: 60_000 },
+  ))

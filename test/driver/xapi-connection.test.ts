@@ -188,6 +188,17 @@ t.test('a call the master took and did not answer in time is not sent again', as
   t.equal(xapi.calls.get('session.login_with_password'), 2, 'the probe logged in once')
 })
 
+t.test('the event loop’s poll that the master took and did not answer in time is sent again once the master answers the probe: a read runs twice harmlessly (issue 28)', async (t) => {
+  const xapi = await fakeXapi(t)
+  const connection = new XapiConnection({ origin: new URL(xapi.url), username: 'root', password: 'p', trust: { mode: 'verify' } })
+  t.teardown(() => connection.close())
+  await connection.open()
+  const error = await failure(connection.poll('slow', [], { timeout: 100 }))
+  t.ok(error instanceof XapiTransportError && error.timedOut, String(error))
+  t.equal(xapi.calls.get('slow'), 2, 'sent again after the failover, once')
+  t.equal(connection.sessionGeneration, 1, 'the same master: its session kept')
+})
+
 t.test('a pool no host of which answers is lost: `lost` settles with the reason, its objects leave', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'keel-xapi-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
+import { PASSWORD, startSimulator, taskOutcome, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 const root = 'Basic ' + Buffer.from(`root:${PASSWORD}`).toString('base64')
 
@@ -109,4 +109,68 @@ t.test('stop_member: that member resets every connection, the master keeps its r
   await t.rejects(fetch(`${member}/export_raw_vdi?session_id=${session}`), TypeError, 'not even its disk handlers')
   t.match(await login(`http://127.0.0.3:${port}`), { error: { message: 'HOST_IS_SLAVE', data: ['127.0.0.1'] } }, 'the other members still name the master')
   t.ok((await xapi.call<string[]>('VM.get_all', [session])).length > 0, 'the master serves as before')
+})
+
+t.test('pause_master: the master resets every connection and keeps its role; resumed, it serves the sessions and events of before', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const member = `http://127.0.0.2:${new URL(xapi.url).port}`
+  const login = async (url: string): Promise<unknown> => (await fetch(`${url}/jsonrpc`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', method: 'session.login_with_password', params: ['root', PASSWORD], id: 1 }) })).json()
+  const { token } = await xapi.call<{ token: string }>('event.from', [session, ['vm'], '', 0])
+  const [vm] = await xapi.call<string[]>('VM.get_all', [session])
+  for (const body of [{ pause_master: 'yes' }, { pause_master: true, stop_master: true }, { pause_master: true, stop_member: '127.0.0.2' }]) {
+    t.match(await inject(xapi, body), { status: 400 }, JSON.stringify(body))
+  }
+  t.ok('result' in (await xapi.json('VM.get_all', [session])), 'the refused requests changed nothing')
+
+  t.equal((await inject(xapi, { pause_master: true })).status, 200)
+  await t.rejects(fetch(`${xapi.url}/jsonrpc`, { method: 'POST', body: '{}' }), TypeError, 'the master answers nothing')
+  await t.rejects(fetch(`${xapi.url}/export_raw_vdi?session_id=${session}`), TypeError, 'not even its disk handlers')
+  t.match(await login(member), { error: { message: 'HOST_IS_SLAVE', data: ['127.0.0.1'] } }, 'the members still name it')
+  const renamed = await xapi.simulator.dispatcher.call('VM.set_name_label', [session, vm, 'renamed while paused'])
+  t.same(renamed, { value: '' })
+
+  t.equal((await inject(xapi, { pause_master: false })).status, 200, 'its fault endpoint answers through the pause')
+  const { events } = await xapi.call<{ events: Array<{ ref: string; snapshot: { name_label: string } }> }>('event.from', [session, ['vm'], token, 0])
+  t.match(
+    events.filter((event) => event.ref === vm),
+    [{ snapshot: { name_label: 'renamed while paused' } }],
+    'the session of before works, and its token gives the change made meanwhile',
+  )
+})
+
+t.test('stall_transfers: a disk handler takes the request and answers nothing, until its task is cancelled; stall_next_export_after: one export stops mid-body', async (t) => {
+  const xapi = await startSimulator(t)
+  const session = await xapi.login()
+  const srs = await xapi.call<Record<string, Record<string, unknown>>>('SR.get_all_records', [session])
+  const sr = Object.entries(srs).find(([, r]) => r['shared'] === true && r['content_type'] === 'user')?.[0]
+  const size = 8 * 1024 * 1024
+  const vdi = await xapi.call<string>('VDI.create', [session, { name_label: 'stalled', SR: sr, virtual_size: size }])
+  for (const body of [{ stall_transfers: 1 }, { stall_next_export_after: -1 }]) t.match(await inject(xapi, body), { status: 400 }, JSON.stringify(body))
+
+  t.equal((await inject(xapi, { stall_transfers: true })).status, 200)
+  const task = await xapi.call<string>('task.create', [session, 'stalled export', ''])
+  const stalled = fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&task_id=${task}&vdi=${vdi}`).catch((error: unknown) => error)
+  // task.cancel is refused until the transfer reports to the task, that is until the host has taken the request.
+  while ('error' in (await xapi.json('task.cancel', [session, task])));
+  t.type(await stalled, TypeError, 'cancelled, the request ends with its connection, never answered')
+  t.match(await taskOutcome(xapi, session, task), { status: 'cancelled', error_info: ['TASK_CANCELLED', task] })
+  t.equal((await inject(xapi, { stall_transfers: false })).status, 200)
+
+  const after = 1024 * 1024
+  t.equal((await inject(xapi, { stall_next_export_after: after })).status, 200)
+  const second = await xapi.call<string>('task.create', [session, 'export stopped mid-body', ''])
+  const response = await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&task_id=${second}&vdi=${vdi}`)
+  t.equal(response.status, 200)
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader()
+  let received = 0
+  while (received < after) received += (await reader.read()).value?.length ?? 0
+  t.equal(received, after, 'the bytes up to the stall')
+  await xapi.call('task.cancel', [session, second])
+  // The body has no length: it ends with the connection, cleanly or reset.
+  const rest = await reader.read().catch(() => ({ done: true, value: undefined }))
+  t.same(rest, { done: true, value: undefined }, 'then nothing until the connection goes')
+  t.match(await taskOutcome(xapi, session, second), { status: 'cancelled' })
+  const whole = await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${vdi}`).then((r) => r.arrayBuffer())
+  t.equal(whole.byteLength, size, 'the fault was for one export only')
 })

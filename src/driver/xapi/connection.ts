@@ -5,7 +5,7 @@ import { DEFAULT_INDEX_WAIT } from '../index-waits.js'
 import type { WaitOptions } from '../types.js'
 import { onHost } from './address.js'
 import { TokenBarrier } from './barrier.js'
-import { handlerRequest, openTunnel } from './http-handlers.js'
+import { handlerRequest, openTunnel, type TransferTimeouts } from './http-handlers.js'
 import { Limiter } from './limiter.js'
 import type { Rpc, XapiRecorder } from './recorder.js'
 import { TaskFollowers, taskOutcome, type TaskRecord } from './tasks.js'
@@ -23,6 +23,8 @@ export interface ConnectionSettings {
   readonly callTimeout?: number
   /** ms each host gets to answer a probe for the master */
   readonly probeTimeout?: number
+  /** how long the host of a transfer (an HTTP or CONNECT handler) may stay silent */
+  readonly transferTimeouts?: TransferTimeouts
   /** calls in flight at most (the event loop's long poll aside) */
   readonly concurrency?: number
   readonly log?: Logger
@@ -34,11 +36,17 @@ export interface ConnectionSettings {
 export const ORIGINATOR = 'keel'
 const SKEW = new Set(['MESSAGE_PARAMETER_COUNT_MISMATCH', 'MESSAGE_METHOD_UNKNOWN'])
 const MAX_MASTER_HOPS = 3
+/** A minute for the host to answer, as for a call; five without a byte moving, as `[http] idleTimeout` gives a REST client. */
+export const DEFAULT_TRANSFER_TIMEOUTS: TransferTimeouts = { response: 60_000, idle: 5 * 60_000 }
+/** ms between two logins of a probe whose host refused the last one */
+const PROBE_RETRY = 500
 
 interface Attempt {
   renewed: boolean
   followed: boolean
   failedOver: boolean
+  /** a read (the event loop's poll): sent again after a timeout, since running it twice changes nothing */
+  idempotent?: boolean
 }
 
 /**
@@ -111,7 +119,7 @@ export class XapiConnection implements XapiPool {
 
   /** A call outside the concurrency cap: the event loop's long poll must not hold a slot. */
   poll<T = unknown>(method: string, params: readonly unknown[], options: XapiCallOptions): Promise<T> {
-    return this.#call<T>(method, params, options, { renewed: false, followed: false, failedOver: false })
+    return this.#call<T>(method, params, options, { renewed: false, followed: false, failedOver: false, idempotent: true })
   }
 
   async #call<T>(method: string, params: readonly unknown[], options: XapiCallOptions, attempt: Attempt): Promise<T> {
@@ -141,7 +149,7 @@ export class XapiConnection implements XapiPool {
         const master = this.#origin.host
         await this.#failOver(error)
         // A call the same master took and did not answer in time may have run: it is not sent twice.
-        if (error.timedOut && this.#origin.host === master) throw error
+        if (error.timedOut && this.#origin.host === master && attempt.idempotent !== true) throw error
         return this.#call(method, params, options, { ...attempt, failedOver: true })
       }
       throw error
@@ -173,7 +181,7 @@ export class XapiConnection implements XapiPool {
   async request(request: XapiHttpRequest): Promise<IncomingMessage> {
     const session = await this.#sessionRef()
     const origin = request.host === undefined || request.host === '' ? this.#origin : onHost(this.#origin, request.host)
-    const send = (): Promise<IncomingMessage> => handlerRequest(origin, this.#agent.agent, session, request)
+    const send = (): Promise<IncomingMessage> => handlerRequest(origin, this.#agent.agent, session, request, this.#transferTimeouts)
     return this.#settings.recorder === undefined ? send() : this.#settings.recorder.handler(request.method, request.path, request.query, send)
   }
 
@@ -190,7 +198,7 @@ export class XapiConnection implements XapiPool {
     url.pathname = named.pathname
     url.search = named.search
     url.searchParams.set('session_id', session)
-    const socket = await openTunnel(url, this.#agent.agent, this.#callTimeout)
+    const socket = await openTunnel(url, this.#agent.agent, this.#transferTimeouts.response)
     if (this.#closed) {
       socket.destroy()
       throw new XapiTransportError('the connection is closed')
@@ -225,6 +233,10 @@ export class XapiConnection implements XapiPool {
     return this.#settings.callTimeout ?? 60_000
   }
 
+  get #transferTimeouts(): TransferTimeouts {
+    return this.#settings.transferTimeouts ?? DEFAULT_TRANSFER_TIMEOUTS
+  }
+
   #target(origin = this.#origin): RpcTarget {
     return { origin, agent: this.#agent.agent }
   }
@@ -255,11 +267,11 @@ export class XapiConnection implements XapiPool {
   }
 
   /** Logs in at `origin`, following HOST_IS_SLAVE to the master it names. */
-  async #login(origin: URL, timeout: number): Promise<{ origin: URL; session: string }> {
+  async #login(origin: URL, timeout: number, signal?: AbortSignal): Promise<{ origin: URL; session: string }> {
     let at = origin
     for (let hop = 0; ; hop++) {
       try {
-        const session = await this.#rpc(this.#target(at), 'session.login_with_password', [this.#settings.username, this.#settings.password, '1.0', ORIGINATOR], { timeout })
+        const session = await this.#rpc(this.#target(at), 'session.login_with_password', [this.#settings.username, this.#settings.password, '1.0', ORIGINATOR], { timeout, signal })
         return { origin: at, session: String(session) }
       } catch (error) {
         const master = error instanceof XapiError && error.code === 'HOST_IS_SLAVE' ? error.params[0] : undefined
@@ -269,27 +281,41 @@ export class XapiConnection implements XapiPool {
     }
   }
 
-  /** Probes the master and every known member at once; the first login (or the master a member names) wins. */
+  /**
+   * Probes the master and every known member at once; the first login (or the
+   * master a member names) wins. The same master found again keeps its
+   * session, and with it the index's `event.from` token: its events are
+   * followed on, not fetched again (a session it lost answers SESSION_INVALID
+   * to the next call, which opens another). Another master is another session.
+   */
   #failOver(cause: Error): Promise<void> {
     this.#failover ??= (async () => {
+      const master = this.#origin.host
+      const kept = this.#current
       const candidates = [...new Set([this.#origin.hostname.replace(/^\[|\]$/g, ''), ...this.#members])].map((address) => onHost(this.#origin, address))
-      const probes = candidates.map((candidate) => this.#login(candidate, this.#settings.probeTimeout ?? 20_000))
-      this.#settings.log?.warn({ master: this.#origin.host, candidates: candidates.map((c) => c.host), err: cause }, 'XAPI: the master does not answer, probing the pool')
+      const found = new AbortController()
+      const deadline = Date.now() + (this.#settings.probeTimeout ?? 20_000)
+      const probes = candidates.map((candidate) => this.#probe(candidate, deadline, found.signal))
+      this.#settings.log?.warn({ master, candidates: candidates.map((c) => c.host), err: cause }, 'XAPI: the master does not answer, probing the pool')
       let winner: { origin: URL; session: string }
       try {
         winner = await Promise.any(probes)
       } catch {
         throw new XapiTransportError(`no host of the pool answers (${candidates.map((c) => c.host).join(', ')})`)
+      } finally {
+        found.abort()
       }
-      this.#settings.log?.warn({ master: winner.origin.host }, 'XAPI: failed over to the master found')
-      // The other probes that logged in are logged out: sessions are counted per originator.
+      const same = winner.origin.host === master && kept !== undefined
+      this.#settings.log?.warn({ master: winner.origin.host, sessionKept: same }, 'XAPI: failed over to the master found')
+      // The probes' sessions not kept are logged out: sessions are counted per originator.
       for (const probe of probes) {
         void probe.then(
-          ({ origin, session }) => (session === winner.session ? undefined : this.#rpc(this.#target(origin), 'session.logout', [session], { timeout: 5_000 }).catch(() => undefined)),
+          ({ origin, session }) => (session === winner.session && !same ? undefined : this.#rpc(this.#target(origin), 'session.logout', [session], { timeout: 5_000 }).catch(() => undefined)),
           () => undefined,
         )
       }
       this.#origin = winner.origin
+      if (same) return
       this.#current = winner.session
       this.#session = Promise.resolve(winner.session)
       this.sessionGeneration++
@@ -297,5 +323,17 @@ export class XapiConnection implements XapiPool {
       this.#failover = undefined
     })
     return this.#failover
+  }
+
+  /** Logs in at `candidate` until it answers or `deadline` passes: a master restarting refuses connections for a while. */
+  async #probe(candidate: URL, deadline: number, found: AbortSignal): Promise<{ origin: URL; session: string }> {
+    for (;;) {
+      try {
+        return await this.#login(candidate, Math.max(1, deadline - Date.now()), found)
+      } catch (error) {
+        if (!isTransportError(error) || found.aborted || deadline - Date.now() <= PROBE_RETRY) throw error
+        await new Promise((resolve) => setTimeout(resolve, PROBE_RETRY))
+      }
+    }
   }
 }

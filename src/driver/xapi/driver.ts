@@ -6,6 +6,7 @@ import type { ChangeListener, Created, Driver, ObjectChange, OperationContext, U
 import { poolOrigin } from './address.js'
 import { XapiConnection } from './connection.js'
 import { XapiDisks } from './disks.js'
+import type { TransferTimeouts } from './http-handlers.js'
 import { LabHostFacts } from '../lab/host-facts.js'
 import { XapiHostFacts } from './host-facts.js'
 import { XapiOperations, xapiCapabilities } from './operations.js'
@@ -26,6 +27,8 @@ export interface XapiDriverOptions {
   readonly callTimeout?: number
   /** ms each host gets to answer a probe for the master */
   readonly probeTimeout?: number
+  /** how long the host of a transfer may stay silent (default DEFAULT_TRANSFER_TIMEOUTS) */
+  readonly transferTimeouts?: TransferTimeouts
   readonly index?: PoolIndexOptions
   /** pools connected at open() (the servers collection connects the others) */
   readonly pools?: readonly PoolConnectionSettings[]
@@ -114,6 +117,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
       trust: trustOf(settings),
       ...(this.#options.callTimeout === undefined ? {} : { callTimeout: this.#options.callTimeout }),
       ...(this.#options.probeTimeout === undefined ? {} : { probeTimeout: this.#options.probeTimeout }),
+      ...(this.#options.transferTimeouts === undefined ? {} : { transferTimeouts: this.#options.transferTimeouts }),
       ...(log === undefined ? {} : { log }),
       ...(recorder === undefined ? {} : { recorder }),
     })

@@ -6,13 +6,40 @@ import { XapiError, type XapiHttpRequest } from './types.js'
 
 const MAX_REDIRECTS = 3
 
-function once(url: URL, agent: Agent, request: XapiHttpRequest): Promise<IncomingMessage> {
+/** How long a host of a transfer may stay silent, in ms (0: no limit). */
+export interface TransferTimeouts {
+  /** from the request to its answer's status line and headers */
+  readonly response: number
+  /** once answered, with no byte moving either way; generous, since a slow reader holds the transfer back too */
+  readonly idle: number
+}
+
+/**
+ * One request. A host that takes the connection and never answers, or stops
+ * in the middle of a body, fails it as a host that resets it would
+ * (XapiTransportError, `timedOut`), the socket closed so that the host
+ * drops its side: a silent host would otherwise hold the transfer, and the
+ * REST request behind it, for ever.
+ */
+function once(url: URL, agent: Agent, request: XapiHttpRequest, timeouts: TransferTimeouts): Promise<IncomingMessage> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
   return new Promise((resolve, reject) => {
     const headers = request.length === undefined ? {} : { 'content-length': String(request.length) }
     const req = send(url, { method: request.method, agent, headers, ...(request.signal === undefined ? {} : { signal: request.signal }) })
-    req.once('error', (error) => reject(request.signal?.aborted === true ? error : new XapiTransportError(`${url.host}: ${error.message}`, { cause: error })))
-    req.once('response', resolve)
+    let response: IncomingMessage | undefined
+    const silent = (error: XapiTransportError): void => {
+      response?.destroy(error)
+      req.destroy(error)
+    }
+    const unanswered = timeouts.response > 0 ? setTimeout(() => silent(new XapiTransportError(`${url.host}: no answer to ${url.pathname} within ${timeouts.response} ms`, { timedOut: true })), timeouts.response) : undefined
+    req.once('close', () => clearTimeout(unanswered))
+    if (timeouts.idle > 0) req.setTimeout(timeouts.idle, () => silent(new XapiTransportError(`${url.host}: ${url.pathname} moved no byte for ${timeouts.idle} ms`, { timedOut: true })))
+    req.once('error', (error) => reject(request.signal?.aborted === true || error instanceof XapiTransportError ? error : new XapiTransportError(`${url.host}: ${error.message}`, { cause: error })))
+    req.once('response', (answer: IncomingMessage) => {
+      clearTimeout(unanswered)
+      response = answer
+      resolve(answer)
+    })
     if (request.body === undefined) req.end()
     else request.body.pipe(req)
   })
@@ -24,12 +51,12 @@ function once(url: URL, agent: Agent, request: XapiHttpRequest): Promise<Incomin
  * the query carried over. A body already sent cannot be sent again: a
  * redirect answered after the body started to flow is refused.
  */
-export async function handlerRequest(origin: URL, agent: Agent, session: string, request: XapiHttpRequest): Promise<IncomingMessage> {
+export async function handlerRequest(origin: URL, agent: Agent, session: string, request: XapiHttpRequest, timeouts: TransferTimeouts): Promise<IncomingMessage> {
   let url = new URL(request.path, origin)
   for (const [key, value] of Object.entries(request.query)) url.searchParams.set(key, value)
   url.searchParams.set('session_id', session)
   for (let hop = 0; ; hop++) {
-    const response = await once(url, agent, request)
+    const response = await once(url, agent, request, timeouts)
     const status = response.statusCode ?? 0
     if (status >= 200 && status < 300) return response
     response.resume()

@@ -3,7 +3,11 @@ import { Readable } from 'node:stream'
 import { finished } from 'node:stream/promises'
 import type { XmlRpcValue } from '../../xapi/xml-rpc.js'
 import { taskOutcome } from './task-outcome.js'
+import { isTransportError } from './transport.js'
 import { XapiError, type XapiPool } from './types.js'
+
+/** A transfer whose host went silent (http-handlers.ts TransferTimeouts). */
+const isTimeout = (error: unknown): boolean => isTransportError(error) && error.timedOut
 
 /** How long a broken transfer's task is given to report why, in ms. */
 const SETTLE_WAIT = 5_000
@@ -37,11 +41,16 @@ export class Transfer {
     return this.#request({ method: 'GET', path, query: { ...query, task_id: this.#task }, signal: this.#controller.signal })
   }
 
-  /** PUT a body of exactly `length` bytes, then wait for the task's outcome. */
+  /** PUT a body of exactly `length` bytes, then wait for the task's outcome. A host that went silent has its task cancelled: the import stops there, its target as it was. */
   async put(path: string, query: Readonly<Record<string, string>>, body: AsyncIterable<Buffer>, length: number): Promise<XmlRpcValue> {
-    const response = await this.#request({ method: 'PUT', path, query: { ...query, task_id: this.#task }, body: Readable.from(body), length, signal: this.#controller.signal })
-    response.resume()
-    await finished(response)
+    try {
+      const response = await this.#request({ method: 'PUT', path, query: { ...query, task_id: this.#task }, body: Readable.from(body), length, signal: this.#controller.signal })
+      response.resume()
+      await finished(response)
+    } catch (error) {
+      if (isTimeout(error)) await this.#pool.call('task.cancel', [this.#task]).catch(() => undefined)
+      throw error
+    }
     return this.outcome()
   }
 
@@ -57,7 +66,8 @@ export class Transfer {
    * request no host answered started no transfer: its task has nothing to say.
    */
   async explain(error: unknown): Promise<unknown> {
-    if (this.#response === undefined) return error
+    // A host that went silent has nothing to say either; its task, cancelled by Keel, would only say so.
+    if (this.#response === undefined || isTimeout(error)) return error
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, SETTLE_WAIT)
