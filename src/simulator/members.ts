@@ -46,6 +46,8 @@ export class PoolRoles {
   readonly #stopped = new Set<string>()
   readonly #onStop = new Set<(ref: string) => void>()
   #addresses = new Map<string, string>()
+  /** the master this simulator's host joined (pool.join): every host answers HOST_IS_SLAVE with it */
+  #joinedTo: string | undefined
 
   constructor(db: XapiDatabase, feed: LabFeed, masterRef: () => string) {
     this.#db = db
@@ -74,14 +76,30 @@ export class PoolRoles {
   }
 
   masterAddress(): string {
-    return this.#addresses.get(this.#masterRef()) ?? ''
+    return this.#joinedTo ?? this.#addresses.get(this.#masterRef()) ?? ''
+  }
+
+  /** The next loopback address after those in use, for a host that joins; undefined where the master alone answers. */
+  nextAddress(): string | undefined {
+    const last = Math.max(...[...this.#addresses.values()].map((address) => Number(LOOPBACK.exec(address)?.[1] ?? 0)))
+    return this.#addresses.size === 0 || last >= 254 ? undefined : `127.0.0.${last + 1}`
+  }
+
+  /** A host that joined answers at `address` from now on. */
+  addMember(ref: string, address: string): void {
+    this.#addresses.set(ref, address)
+  }
+
+  /** This simulator's host joined the pool at `masterAddress`: it serves nothing more. */
+  joined(masterAddress: string): void {
+    this.#joinedTo = masterAddress
   }
 
   /** What the host `ref` does with a request: serve it as master, send the client to the master, or reset it. */
   listener(ref: string, master: Listener, member: Listener): Listener {
     return (request, response) => {
       if (this.#stopped.has(ref)) request.socket.destroy()
-      else if (ref === this.#masterRef()) master(request, response)
+      else if (ref === this.#masterRef() && this.#joinedTo === undefined) master(request, response)
       else member(request, response)
     }
   }
