@@ -2,29 +2,10 @@ import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import type { LabSpec } from '../../src/driver/lab/spec.js'
+import { branchLab } from '../helpers/branch-lab.js'
 import { PASSWORD, startSimulator, taskOutcome, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 type Records = Record<string, Record<string, unknown>>
-
-/** A pool of one host: a local SR, a DMZ network the master's pool lacks, a halted VM; `shared` adds an NFS SR. */
-function branchSpec(shared = false): LabSpec {
-  return {
-    pools: [
-      {
-        name: shared ? 'Shared branch' : 'Branch pool',
-        hosts: [{ name: 'branch-01', address: '10.0.9.11', sockets: 1, cores: 8, memory: '64 GiB' }],
-        networks: [
-          { name: 'Branch management', device: 'eth0', subnet: '10.0.9.0/24', management: true },
-          { name: 'Branch DMZ', device: 'eth3', subnet: '10.0.10.0/24' },
-        ],
-        srs: [{ name: 'Branch local storage', driver: 'lvm', size: '500 GiB', host: 'branch-01' }, ...(shared ? [{ name: 'Branch NFS', driver: 'nfs' as const, size: '1 TiB' }] : [])],
-        templates: [{ name: 'Branch Debian', os: 'debian-12', cpus: 1, memory: '1 GiB', disk: '10 GiB', default: false }],
-        vms: [{ name: 'branch-app', template: 'Branch Debian', power: 'Halted', cpus: 1, memory: '1 GiB', disks: [{ size: '10 GiB', sr: 'Branch local storage' }], networks: ['Branch DMZ'] }],
-      },
-    ],
-  }
-}
 
 const one = async (xapi: RunningSimulator, session: string, cls: string): Promise<[string, Record<string, unknown>]> => {
   const [entry] = Object.entries(await xapi.call<Records>(`${cls}.get_all_records`, [session]))
@@ -46,7 +27,7 @@ async function state(master: RunningSimulator, masterSession: string, joiner: Ru
 
 t.test('pool.join: the joining host logs in to the master over XAPI and is refused as XAPI refuses it, nothing changed on either side', async (t) => {
   const master = await startSimulator(t)
-  const joiner = await startSimulator(t, { spec: branchSpec() })
+  const joiner = await startSimulator(t, { spec: branchLab() })
   const address = new URL(master.url).host
   const [m, j] = [await master.login(), await joiner.login()]
   const before = await state(master, m, joiner, j)
@@ -71,7 +52,7 @@ t.test('pool.join: the joining host logs in to the master over XAPI and is refus
   t.match(await joiner.json('pool.join_force', [j, address, 'root', PASSWORD]), { error: ['OPERATION_NOT_ALLOWED', /branch-app/] }, 'join_force passes the version check only')
   t.same(await state(master, m, joiner, j), before, 'nothing changed')
 
-  const shared = await startSimulator(t, { spec: branchSpec(true) })
+  const shared = await startSimulator(t, { spec: branchLab({ shared: true }) })
   const s = await shared.login()
   t.same(await shared.json('pool.join', [s, address, 'root', PASSWORD]), { error: ['JOINING_HOST_CANNOT_CONTAIN_SHARED_SRS'] })
   t.same((await shared.call<string[]>('pool.get_all', [s])).length, 1)
@@ -79,7 +60,7 @@ t.test('pool.join: the joining host logs in to the master over XAPI and is refus
 
 t.test('pool.join: the host, its PIFs and local SR with its disks move to the master; the joiner answers HOST_IS_SLAVE; events on both sides', async (t) => {
   const master = await startSimulator(t)
-  const joiner = await startSimulator(t, { spec: branchSpec() })
+  const joiner = await startSimulator(t, { spec: branchLab() })
   const address = new URL(master.url).host
   const [m, j] = [await master.login(), await joiner.login()]
   const [hostRef, hostRecord] = await one(joiner, j, 'host')
