@@ -81,6 +81,8 @@ t.test('pool.join: the host, its PIFs and local SR with its disks move to the ma
   const { token: joinerToken } = await joiner.call<{ token: string }>('event.from', [j, ['pool', 'host'], '', 0])
   const waiting = joiner.json('event.from', [j, ['pool'], joinerToken, 60])
 
+  const methods = await joiner.call<string[]>('system.listMethods', [])
+  t.ok(['pool.join', 'pool.join_force', 'Async.pool.join', 'Async.pool.join_force'].every((method) => methods.includes(method)), 'each also as Async.')
   t.equal(await joiner.call('pool.join', [j, address, 'root', PASSWORD]), '')
 
   const hosts = await master.call<Records>('host.get_all_records', [m])
