@@ -191,6 +191,12 @@ export class ServerRegistry {
     })
     this.#setLive(id, { status: 'connected', poolId: pool.poolId, master: pool.master })
     this.#options.log.info({ serverId: id, poolId: pool.poolId }, 'pool connected')
+    // A pool that joined another (add_host) is served through that one's entry: its own goes, as the reference unregisters it.
+    void pool.merged?.then((into) => {
+      if (runtime.pool !== pool || runtime.generation !== generation) return
+      this.#options.log.info({ serverId: id, poolId: pool.poolId, into }, 'pool joined another: its entry is removed')
+      this.delete(id).catch((error: unknown) => this.#options.log.warn({ serverId: id, error: describeFailure(error).message }, 'the joined pool’s entry could not be removed'))
+    })
     void pool.lost.then((reason) => {
       if (runtime.pool !== pool || runtime.generation !== generation) return
       runtime.pool = undefined

@@ -54,6 +54,8 @@ export class PoolRoles {
   readonly #sockets = new Map<string, Set<Socket>>()
   readonly #onStop = new Set<(ref: string) => void>()
   #addresses = new Map<string, string>()
+  /** the master this simulator's host joined (pool.join): every host answers HOST_IS_SLAVE with it */
+  #joinedTo: string | undefined
 
   constructor(db: XapiDatabase, feed: LabFeed, masterRef: () => string) {
     this.#db = db
@@ -82,7 +84,23 @@ export class PoolRoles {
   }
 
   masterAddress(): string {
-    return this.#addresses.get(this.#masterRef()) ?? ''
+    return this.#joinedTo ?? this.#addresses.get(this.#masterRef()) ?? ''
+  }
+
+  /** The next loopback address after those in use, for a host that joins; undefined where the master alone answers. */
+  nextAddress(): string | undefined {
+    const last = Math.max(...[...this.#addresses.values()].map((address) => Number(LOOPBACK.exec(address)?.[1] ?? 0)))
+    return this.#addresses.size === 0 || last >= 254 ? undefined : `127.0.0.${last + 1}`
+  }
+
+  /** A host that joined answers at `address` from now on. */
+  addMember(ref: string, address: string): void {
+    this.#addresses.set(ref, address)
+  }
+
+  /** This simulator's host joined the pool at `masterAddress`: it serves nothing more. */
+  joined(masterAddress: string): void {
+    this.#joinedTo = masterAddress
   }
 
   /** What the host `ref` does with a request: serve it as master, send the client to the master, or reset it. */
@@ -94,7 +112,7 @@ export class PoolRoles {
         return
       }
       this.#track(ref, request.socket)
-      if (ref === this.#masterRef()) master(request, response)
+      if (ref === this.#masterRef() && this.#joinedTo === undefined) master(request, response)
       else member(request, response)
     }
   }

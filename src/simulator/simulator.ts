@@ -22,6 +22,7 @@ import { networkHandlers } from './networks.js'
 import { DEFAULT_MAX_BODY, rpcListener } from './http.js'
 import { LabFeed } from './lab-feed.js'
 import { memberAddresses, memberOf, PoolRoles } from './members.js'
+import { joinHandlers, joinTarget, offerJoin, type JoinSide } from './pool-join.js'
 import { sessionHandlers } from './session-handlers.js'
 import { setterHandlers } from './setters.js'
 import { storageHandlers } from './storage.js'
@@ -77,15 +78,19 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
   // The RRDs are the lab's own series, the data sources a client records kept in the lab's store.
   const stats = new UsageStats(driver, store, options.clock ?? Date.now)
   const shutdown = new AbortController()
+  const scheme = options.tls === undefined ? 'http' : 'https'
+  const roles = new PoolRoles(db, feed, masterRef)
+  // Set once the simulator listens: a host joining then answers on an address of its own.
+  let addMember = async (_ref: string): Promise<void> => undefined
+  const side: JoinSide = { services, dataDir: options.dataDir, scheme, addMember: (ref) => addMember(ref), joined: (address) => roles.joined(address) }
   const plain = (handlers: Readonly<Record<string, Explicit['handler']>>): Record<string, Explicit> =>
     Object.fromEntries(Object.entries(handlers).map(([method, handler]) => [method, { handler }]))
   const dispatcher = new Dispatcher(
     services,
-    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...plain(dataSourceHandlers(stats)), ...actionHandlers, ...deviceHandlers, ...setterHandlers, ...instantiationHandlers, ...maintenanceHandlers, ...networkHandlers, ...storageHandlers },
+    { ...plain(sessionHandlers), ...plain(eventHandlers), ...plain(tasks.handlers), ...plain(dataSourceHandlers(stats)), ...actionHandlers, ...deviceHandlers, ...setterHandlers, ...instantiationHandlers, ...maintenanceHandlers, ...networkHandlers, ...storageHandlers, ...joinHandlers(side) },
     (method, session, run) => tasks.runAsync(method, session, run),
     shutdown.signal,
   )
-  const roles = new PoolRoles(db, feed, masterRef)
   const faults = new Faults(services, roles)
   // Compression and checksums of XVA transfers run off the event loop, as Keel's own do.
   const workers = new WorkerPool({ size: 2, windowBytes: 4 * 1024 * 1024 })
@@ -104,8 +109,8 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
       return outcome
     },
   }
-  const scheme = options.tls === undefined ? 'http' : 'https'
   const servers: Server[] = []
+  let withdraw = (): void => undefined
   const serve = async (listener: RequestListener, connect: (request: IncomingMessage, socket: Duplex, head: Buffer) => void, port: number, host: string, names: readonly string[]): Promise<number> => {
     const server = options.tls === undefined ? createServer(listener) : createHttpsServer(await serverCertificate(options.dataDir, [...options.tls.names, ...names]), listener)
     server.on('connect', connect)
@@ -135,9 +140,19 @@ export async function openSimulator(options: SimulatorOptions): Promise<Simulato
         if (ref !== first) await serve(listener(ref), connect(ref), bound, address, [])
       }
       consoles.start({ scheme, port: bound, host, addressOf: (ref) => members.get(ref) })
-      return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}`
+      addMember = async (ref) => {
+        const address = roles.nextAddress()
+        if (address === undefined) return
+        await serve(listener(ref), connect(ref), bound, address, [])
+        roles.addMember(ref, address)
+        feed.overlay(ref, { address })
+      }
+      const url = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}`
+      withdraw = offerJoin(new URL(url).origin, joinTarget(side))
+      return url
     },
     close: async () => {
+      withdraw()
       shutdown.abort()
       consoles.stop()
       for (const server of servers) server.closeAllConnections()

@@ -5,8 +5,8 @@ import { loadLabSpec } from '../../src/driver/lab/spec.js'
 import { fixturesDir } from '../../src/paths.js'
 import { demoIds } from '../helpers/demo-lab.js'
 import { scopedAuth } from '../helpers/scoped-user.js'
-import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startServer, type TestServer } from '../helpers/server.js'
-import { openLines } from '../helpers/streams.js'
+import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, jsonBody, startLabServer, startServer, type TestServer } from '../helpers/server.js'
+import { openLines, openStream, sseEvents } from '../helpers/streams.js'
 
 const overXapi = process.env['KEEL_TEST_DRIVER'] === 'xapi'
 
@@ -192,8 +192,8 @@ t.test('rolling_update: the lab\u2019s missing patches installed on every host, 
   t.equal((await act(server, path)).status, 204, 'nothing is left to install: nothing happens')
 })
 
-/** The demo lab and a branch pool of one host, with a halted VM on its local SR. */
-function labWithBranch(): LabSpec {
+/** The demo lab and a branch pool of one host, with a halted VM on its local SR (and with `shared`, an NFS SR of its own). */
+function labWithBranch(shared = false): LabSpec {
   const demo = loadLabSpec(join(fixturesDir, 'demo-lab.json'))
   const [template] = demo.pools[0]?.templates ?? []
   if (template === undefined) throw new Error('the demo lab has no template')
@@ -208,7 +208,7 @@ function labWithBranch(): LabSpec {
           { name: 'Branch management', device: 'eth0', subnet: '10.0.9.0/24', management: true },
           { name: 'Branch DMZ', device: 'eth3', subnet: '10.0.10.0/24' },
         ],
-        srs: [{ name: 'Branch local storage', driver: 'lvm', size: '500 GiB', host: 'branch-01' }],
+        srs: [{ name: 'Branch local storage', driver: 'lvm', size: '500 GiB', host: 'branch-01' }, ...(shared ? [{ name: 'Branch NFS', driver: 'nfs' as const, size: '1 TiB' }] : [])],
         templates: [{ ...template, name: 'Branch Debian' }],
         vms: [{ name: 'branch-app', template: 'Branch Debian', power: 'Halted', cpus: 1, memory: '1 GiB', disks: [{ size: '10 GiB', sr: 'Branch local storage' }], networks: ['Branch DMZ'] }],
       },
@@ -216,10 +216,8 @@ function labWithBranch(): LabSpec {
   }
 }
 
-// Over XAPI each pool is a simulator of its own, on a lab of its own: a host cannot move from one to the other (docs/xapi.md).
-const joinOnLabOnly = overXapi ? 'the XAPI driver does not offer add_host: pool.join between two simulators is not served (docs/xapi.md)' : false
-
-t.test('add_host joins a host alone in its pool: its PIFs onto the pool\u2019s networks, its local SR kept, a PBD to each shared SR; refusals change nothing', { skip: joinOnLabOnly }, async (t) => {
+// Over XAPI each pool is a simulator of its own, on a lab of its own: the host joins through pool.join from one to the other.
+t.test('add_host joins a host alone in its pool: its PIFs onto the pool\u2019s networks, its local SR kept, a PBD to each shared SR; refusals change nothing', async (t) => {
   const server = await startServer({ app: { labSpec: labWithBranch() } })
   t.teardown(() => server.close())
   const demo = await demoIds(server)
@@ -270,4 +268,67 @@ t.test('add_host joins a host alone in its pool: its PIFs onto the pool\u2019s n
     t.ok(pbds.some((pbd) => pbd['host'] === branch && pbd['attached'] === true), `${sr} is plugged on the new host`)
   }
   t.equal((await list(server, `/rest/v0/vm-templates?fields=$pool`)).filter((template) => template['$pool'] === branchPool).length, 0)
+})
+
+t.test('add_host: a running VM or another version (without force) refuse it and change nothing; watchers see the host and its PIFs updated, the old pool removed, no resync', async (t) => {
+  const { server, lab } = await startLabServer({ app: { labSpec: labWithBranch() } })
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  const named = async (collection: string, name: string): Promise<string> =>
+    String((await list(server, `/rest/v0/${collection}?fields=id,name_label`)).find((object) => object['name_label'] === name)?.['id'])
+  const branchPool = await named('pools', 'Branch pool')
+  const branch = await named('hosts', 'branch-01')
+  const vm = await named('vms', 'branch-app')
+  const path = `/rest/v0/pools/${demo.pool}/actions/add_host`
+  const state = async () => ({ hosts: await list(server, '/rest/v0/hosts?fields=id,$pool'), pools: await list(server, '/rest/v0/pools?fields=id'), pifs: await list(server, '/rest/v0/pifs?fields=id,$pool,$network') })
+  const before = await state()
+
+  t.equal((await act(server, `/rest/v0/vms/${vm}/actions/start`)).status, 204)
+  t.match(await act(server, path, { host: branch }), { status: 409, body: { code: 'INCORRECT_STATE', data: { object: vm, property: '$pool', actual: branchPool } } }, 'a running VM')
+  t.equal((await act(server, `/rest/v0/vms/${vm}/actions/hard_shutdown`)).status, 204)
+  t.equal((await server.request(`/rest/v0/vms/${vm}`, { method: 'DELETE' })).status, 204)
+
+  // Another release on the master: the lab changes on its own, as a pool updated outside Keel.
+  const master = lab.getObject(demo.master)
+  if (master === undefined) throw new Error('no master in the lab')
+  lab.applyChanges([{ kind: 'update', object: { ...master, version: '8.3.1' } }])
+  while ((await get(server, `/rest/v0/hosts/${demo.master}`))['version'] !== '8.3.1') await server.app.driver.settled()
+  t.match(await act(server, path, { host: branch }), { status: 409, body: { code: 'INCORRECT_STATE', data: { object: branch, property: 'version', expected: /8\.3\.1$/ } } })
+  t.same(await state(), before, 'nothing changed')
+
+  const { stream, id } = await (async () => {
+    const opened = await openStream(`${server.url}/rest/v0/events`, { authorization: basic(ADMIN_EMAIL, ADMIN_PASSWORD) })
+    const text = await opened.until((text) => /^event: init\ndata: \{"id":"[0-9a-f-]{36}"\}\n\n/.test(text))
+    return { stream: opened, id: String(/"id":"([0-9a-f-]{36})"/.exec(text)?.[1]) }
+  })()
+  t.teardown(() => stream.close())
+  for (const collection of ['host', 'pool', 'PIF']) t.equal((await server.json(`/rest/v0/events/${id}/subscriptions`, jsonBody({ collection, fields: ['id', '$pool'] }))).status, 201)
+
+  t.equal((await act(server, path, { host: branch, force: true })).status, 204, 'force: another version joins')
+  t.match(await get(server, `/rest/v0/hosts/${branch}`), { $pool: demo.pool })
+  t.equal((await server.request(`/rest/v0/pools/${branchPool}`)).status, 404)
+  await stream.until((text) => sseEvents(text).some((event) => event.event === 'remove' && (event.data as Obj)['id'] === branchPool))
+  const events = sseEvents(stream.text()).filter((event) => event.event !== 'ping')
+  const about = (object: string) => events.filter((event) => (event.data as Obj)['id'] === object).map((event) => [event.event, (event.data as Obj)['$pool']])
+  t.same(about(branch), [['update', demo.pool]], 'the host is updated into the pool, never removed')
+  const pifs = (await get(server, `/rest/v0/hosts/${branch}`))['PIFs'] as string[]
+  for (const pif of pifs) t.same(about(pif), [['update', demo.pool]], `its PIF ${pif} too`)
+  t.same(about(branchPool), [['remove', branchPool]], 'its old pool is removed')
+  t.notOk(events.some((event) => event.event === 'resync'), 'no resync')
+})
+
+t.test('add_host: a host whose pool has a shared SR of its own is refused, nothing changed', async (t) => {
+  const server = await startServer({ app: { labSpec: labWithBranch(true) } })
+  t.teardown(() => server.close())
+  const demo = await demoIds(server)
+  const named = async (collection: string, name: string): Promise<string> =>
+    String((await list(server, `/rest/v0/${collection}?fields=id,name_label`)).find((object) => object['name_label'] === name)?.['id'])
+  const vm = await named('vms', 'branch-app')
+  t.equal((await server.request(`/rest/v0/vms/${vm}`, { method: 'DELETE' })).status, 204)
+  const before = await list(server, '/rest/v0/hosts?fields=id,$pool')
+  t.match(await act(server, `/rest/v0/pools/${demo.pool}/actions/add_host`, { host: await named('hosts', 'branch-01') }), {
+    status: 409,
+    body: { code: 'INCORRECT_STATE', data: { object: await named('srs', 'Branch NFS'), property: 'shared', actual: true } },
+  })
+  t.same(await list(server, '/rest/v0/hosts?fields=id,$pool'), before, 'nothing changed')
 })

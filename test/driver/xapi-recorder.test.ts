@@ -129,3 +129,26 @@ t.test('recorder: sessions replaced inside other text too; a short password only
     ['<session>', { name_label: '<password>', name_description: 'abcdef', other_config: { '<session>': 'opened by <session>' } }, ['SESSION_INVALID', '<session>']],
   )
 })
+
+t.test('recorder: pool.join and pool.join_force carry another pool\u2019s password: it is recorded as <password>, in its answers too', async (t) => {
+  const dir = folder(t)
+  const recorder = await XapiRecorder.open({ dir, host: 'pool.example.net:443', maxBytes: 1024 * 1024 })
+  const session = 'OpaqueRef:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0'
+  const theirs = 'the target pool password'
+  const inner: Rpc = async (_target, method) => {
+    if (method === 'pool.join_force') throw new XapiError('SESSION_AUTHENTICATION_FAILED', ['root', `refused ${theirs}`])
+    return ''
+  }
+  const rpc = recorder.wrap(inner)
+  await rpc(target, 'pool.join', [session, 'master.example.net', 'root', theirs], options)
+  await failure(rpc(target, 'pool.join_force', [session, 'master.example.net', 'root', theirs], options))
+  await rpc(target, 'Async.pool.join', [session, 'master.example.net', 'root', 'xyz'], options)
+  await recorder.close()
+  const { text, lines } = onlyRecording(dir)
+  t.notOk(text.includes(theirs), 'the password is nowhere in the file')
+  t.match(lines, [
+    { kind: 'call', method: 'pool.join', params: ['<session>', 'master.example.net', 'root', '<password>'] },
+    { kind: 'error', method: 'pool.join_force', params: ['<session>', 'master.example.net', 'root', '<password>'], error: ['SESSION_AUTHENTICATION_FAILED', 'root', 'refused <password>'] },
+    { kind: 'call', method: 'Async.pool.join', params: ['<session>', 'master.example.net', 'root', '<password>'] },
+  ])
+})

@@ -162,3 +162,27 @@ t.test('the reference client makes a VM with VM.create, gives it a disk and an i
   const twice = await client.callAsync('VBD.plug', hot).catch((error: unknown) => error)
   t.match(twice, { code: 'DEVICE_ALREADY_ATTACHED', params: [hot] })
 })
+
+t.test('the reference\u2019s client merges a pool as xo-server does (pool.join on the joiner): the master\u2019s objects gain the host', async (t) => {
+  const { branchLab } = await import('../helpers/branch-lab.js')
+  const master = await startSimulator(t)
+  const joiner = await startSimulator(t, { spec: branchLab({ vm: false }) })
+  const target = await connectedClient(t, master.url)
+  const source = await connectedClient(t, joiner.url)
+  await Promise.all([target.objectsFetched, source.objectsFetched])
+  const host = Object.values(source.objects.all).find((object) => object.$type === 'host')
+  if (host === undefined) throw new Error('no joining host')
+  const added = new Promise<XapiObject>((resolve) => {
+    const listener = (objects: Readonly<Record<string, XapiObject>>): void => {
+      const found = Object.values(objects).find((object) => object.$type === 'host' && object['uuid'] === host['uuid'])
+      if (found === undefined) return
+      target.objects.removeListener('add', listener)
+      resolve(found)
+    }
+    target.objects.on('add', listener)
+  })
+  t.equal(await source.call('pool.join', new URL(master.url).host, 'root', PASSWORD), '')
+  // As xo-server unregisters the joined pool's server.
+  await source.disconnect()
+  t.match(await added, { name_label: 'branch-01', $ref: host.$ref })
+})

@@ -10,6 +10,7 @@ import type { TransferTimeouts } from './http-handlers.js'
 import { LabHostFacts } from '../lab/host-facts.js'
 import { XapiHostFacts } from './host-facts.js'
 import { XapiOperations, xapiCapabilities } from './operations.js'
+import type { JoinCredentials, PoolMerger } from './operations/pool-join.js'
 import { PoolIndex, type PoolIndexOptions } from './pool-index.js'
 import { DEFAULT_RECORD_MAX_BYTES, XapiRecorder } from './recorder.js'
 import { lastCpuUse, XapiRrdStats } from './stats.js'
@@ -45,7 +46,22 @@ interface Pool {
   readonly connection: XapiConnection
   readonly index: PoolIndex
   readonly lost: Promise<Error>
+  /** what a host joining this pool is given: the address and credentials it was connected with */
+  readonly credentials: JoinCredentials
+  /** tells whoever connected it that it merged into the pool `into` (ConnectedPool.merged) */
+  readonly merged: (into: string) => void
+  /** settles `lost` */
+  readonly reportLost: (error: Error) => void
 }
+
+interface Held {
+  readonly changes: ObjectChange[]
+  /** the connection was lost meanwhile */
+  lost?: Error
+}
+
+/** The master's address as pool.join takes it: XAPI's port is implied, another one (a simulator's) is given. */
+const joinAddress = (origin: URL): string => (origin.port === '' ? origin.hostname : origin.host)
 
 const trustOf = (settings: PoolConnectionSettings): TlsTrust =>
   settings.fingerprint !== undefined ? { mode: 'pin', fingerprint: settings.fingerprint } : settings.allowUnauthorized ? { mode: 'insecure' } : { mode: 'verify' }
@@ -56,7 +72,7 @@ const trustOf = (settings: PoolConnectionSettings): TlsTrust =>
  * The index of each pool is kept by its event loop (pool-index.ts); the
  * operations act through the pool connections (operations.ts, disks.ts).
  */
-export class XapiDriver implements Driver, PoolConnector, XapiLocator {
+export class XapiDriver implements Driver, PoolConnector, XapiLocator, PoolMerger {
   readonly capabilities = xapiCapabilities
   readonly disks: XapiDisks
   readonly stats: XapiRrdStats
@@ -72,6 +88,8 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
   readonly #waits: IndexWaits
   /** removals of disconnected pools' objects, waiting for the grace delay */
   readonly #leaving = new Map<string, NodeJS.Timeout>()
+  /** the changes of pools joining another (merge), held until the join's outcome */
+  readonly #held = new Map<string, Held>()
   /** each host's CPU use, 0 to 1, as last read from its RRD */
   readonly #hostCpu = new Map<string, number>()
   #open = false
@@ -79,7 +97,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
   constructor(options: XapiDriverOptions = {}) {
     this.#options = options
     this.#waits = new IndexWaits((id) => this.#byId.get(id), options.indexWait ?? DEFAULT_INDEX_WAIT)
-    this.#operations = new XapiOperations(this, this)
+    this.#operations = new XapiOperations(this, this, this)
     this.disks = new XapiDisks(this, this, options.tempDir === undefined ? {} : { tempDir: options.tempDir })
     this.stats = new XapiRrdStats(this, (id) => this.#byId.get(id), options.clock)
     this.hostFacts = new XapiHostFacts(this, new LabHostFacts(this))
@@ -132,6 +150,8 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
       this.#connecting.add((claimed = poolId))
       let reportLost: (error: Error) => void = () => undefined
       const lost = new Promise<Error>((resolve) => (reportLost = resolve))
+      let reportMerged: (into: string) => void = () => undefined
+      const merged = new Promise<string>((resolve) => (reportMerged = resolve))
       // Objects still served from a connection lost within the grace delay are diffed against, not removed and added again.
       const leaving = this.#leaving.get(poolId)
       clearTimeout(leaving)
@@ -140,9 +160,19 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
       index = new PoolIndex(
         connection,
         {
-          apply: (changes) => this.#apply(changes),
+          apply: (changes) => {
+            const held = this.#held.get(poolId)
+            if (held === undefined) this.#apply(changes)
+            else held.changes.push(...changes)
+          },
           lost: (error) => {
             if (this.#pools.get(poolId)?.connection !== connection) return
+            const held = this.#held.get(poolId)
+            // Lost while joining another pool: the join's outcome says whether it is a loss.
+            if (held !== undefined) {
+              held.lost = error
+              return
+            }
             this.#pools.delete(poolId)
             void this.#stop(pool).then(() => {
               this.#leave(poolId)
@@ -153,7 +183,8 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
         { ...this.#options.index, ...(this.#options.log === undefined ? {} : { log: this.#options.log }) },
         previous,
       )
-      const pool: Pool = { connection, index, lost }
+      const credentials = { address: joinAddress(origin), username: settings.username, password: settings.password }
+      const pool: Pool = { connection, index, lost, credentials, merged: reportMerged, reportLost: (error) => reportLost(error) }
       await index.start()
       signal.throwIfAborted()
       this.#pools.set(poolId, pool)
@@ -164,6 +195,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
         master: String(record?.['master'] ?? ''),
         fingerprint: connection.fingerprint === undefined ? undefined : normalizeFingerprint(connection.fingerprint),
         lost,
+        merged,
         disconnect: async () => {
           if (this.#pools.get(poolId) !== pool) return
           this.#pools.delete(poolId)
@@ -256,6 +288,51 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
     return connection.tunnel(location)
   }
 
+  joinCredentials(poolId: string): JoinCredentials | undefined {
+    return this.#pools.get(poolId)?.credentials
+  }
+
+  /**
+   * A pool joining another (add_host). The joiner's changes are held while
+   * `join` runs, so that its pool emptying out reaches no watcher: the
+   * objects that move (the host, its PIFs and local SRs) show as updates once
+   * the target's index has them, and only what is left of the joiner (its
+   * pool, what the join dropped) leaves. Its connection ends, as the
+   * reference unregisters a merged pool's server. A failed join releases the
+   * held changes as they came.
+   */
+  async merge(joinerPoolId: string, targetPoolId: string, hostId: string, join: (joiner: XapiPool) => Promise<void>): Promise<void> {
+    const joiner = this.#pools.get(joinerPoolId)
+    const target = this.#pools.get(targetPoolId)
+    if (joiner === undefined || target === undefined) throw new XapiError('HANDLE_INVALID', ['pool', joiner === undefined ? joinerPoolId : targetPoolId])
+    const held: Held = { changes: [] }
+    this.#held.set(joinerPoolId, held)
+    try {
+      await join(joiner.connection)
+    } catch (error) {
+      this.#held.delete(joinerPoolId)
+      this.#apply(held.changes)
+      if (held.lost !== undefined) {
+        this.#pools.delete(joinerPoolId)
+        await this.#stop(joiner)
+        this.#leave(joinerPoolId)
+        joiner.reportLost(held.lost)
+      }
+      throw error
+    }
+    this.#pools.delete(joinerPoolId)
+    await this.#stop(joiner)
+    this.#held.delete(joinerPoolId)
+    joiner.merged(targetPoolId)
+    try {
+      await target.connection.settled()
+      await this.waitFor(hostId, { until: (record) => record['$pool'] === targetPoolId })
+    } finally {
+      const left = [...this.#byId.values()].filter((record) => record['$pool'] === joinerPoolId)
+      this.#apply(left.map((object) => ({ kind: 'remove', object })))
+    }
+  }
+
   recordOf(pool: XapiPool, ref: string): XoRecord | undefined {
     return this.#pools.get(pool.poolId)?.index.records.get(ref)
   }
@@ -304,7 +381,12 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator {
   }
 
   /** Stores a batch, then tells the waits and the listeners, in order. */
-  #apply(changes: readonly ObjectChange[]): void {
+  #apply(batch: readonly ObjectChange[]): void {
+    // An object another pool had (a host that joined, with its PIFs and SRs) is updated, not added twice.
+    const changes = batch.map((change): ObjectChange => {
+      const held = change.kind === 'add' ? this.#byId.get(change.object.id) : undefined
+      return held === undefined ? change : { kind: 'update', object: change.object, previous: held }
+    })
     for (const { kind, object, previous } of changes) {
       if (kind === 'remove') {
         this.#byId.delete(object.id)

@@ -9,6 +9,7 @@ import { creatorsByType, deviceActions, destroyDevice } from './operations/devic
 import { hostActions } from './operations/host.js'
 import { hostMaintenanceActions } from './operations/host-maintenance.js'
 import { poolActions } from './operations/pool.js'
+import type { PoolMerger } from './operations/pool-join.js'
 import { srActions, vdiActions } from './operations/sr.js'
 import { destroySr, pbdActions, srLifecycleActions } from './operations/sr-lifecycle.js'
 import { destroyTemplate } from './operations/template.js'
@@ -56,8 +57,8 @@ export const xapiCapabilities: DriverCapabilities = Object.freeze({
 export class XapiOperations implements DriverOperations {
   readonly #env: Env
 
-  constructor(locator: XapiLocator, index: XapiIndex) {
-    this.#env = { locator, index }
+  constructor(locator: XapiLocator, index: XapiIndex, merger?: PoolMerger) {
+    this.#env = { locator, index, ...(merger === undefined ? {} : { merger }) }
   }
 
   async perform(object: XoRecord, action: string, params: Params, context: OperationContext): Promise<Created | undefined> {

@@ -25,6 +25,8 @@ export interface RecorderOptions {
 
 /** The default size cap of one recording. */
 export const DEFAULT_RECORD_MAX_BYTES = 256 * 1024 * 1024
+const JOINS = new Set(['pool.join', 'pool.join_force'])
+
 /** Shorter secrets are replaced where they are a whole value only: as parts of other strings they would take innocent text with them. */
 const MIN_SUBSTRING_SECRET = 8
 
@@ -112,12 +114,17 @@ export class XapiRecorder {
     return this.#closing
   }
 
-  /** The secrets a call carries: a login's password, every other call's session (its first parameter). */
+  /** The secrets a call carries: a login's password, every other call's session (its first parameter), a join's password. */
   #learn(method: string, params: readonly unknown[]): void {
     const [first, second] = params
     if (method === LOGIN) {
       if (typeof second === 'string' && second !== '') this.#secrets.set(second, SCRUBBED_PASSWORD)
-    } else if (typeof first === 'string' && first !== '') this.#secrets.set(first, SCRUBBED_SESSION)
+      return
+    }
+    if (typeof first === 'string' && first !== '') this.#secrets.set(first, SCRUBBED_SESSION)
+    // pool.join carries the credentials of another pool's master (session, address, user, password).
+    const password = JOINS.has(method.replace(/^Async\./, '')) ? params[3] : undefined
+    if (typeof password === 'string' && password !== '') this.#secrets.set(password, SCRUBBED_PASSWORD)
   }
 
   async #write(line: RecordedLine): Promise<void> {

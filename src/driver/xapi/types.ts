@@ -114,6 +114,8 @@ export interface ConnectedPool {
   readonly fingerprint: string | undefined
   /** settles when the connection is lost for good (failover exhausted), with the reason */
   readonly lost: Promise<Error>
+  /** settles when the pool joined another (add_host), with that pool's id: its connection has ended */
+  readonly merged?: Promise<string>
   /** logs out; the pool's objects leave the index after the grace delay */
   disconnect(): Promise<void>
 }

@@ -41,7 +41,8 @@ function checkJoin(plan: Plan, poolId: string, hostId: string, force: boolean): 
   return from
 }
 
-function join(plan: Plan, poolId: string, hostId: string, force: boolean): void {
+/** The join worked out on a plan (the XAPI simulator runs it on two labs' records together). */
+export function planJoin(plan: Plan, poolId: string, hostId: string, force: boolean): void {
   const from = checkJoin(plan, poolId, hostId, force)
   const rehome = (id: string, ...types: [LabType, ...LabType[]]): void => {
     const record = plan.edit(id, ...types)
@@ -110,9 +111,9 @@ function join(plan: Plan, poolId: string, hostId: string, force: boolean): void 
 export const addHost: ActionHandler = async (op, object, params) => {
   const hostId = requiredString(params, 'host')
   const force = optionalBoolean(params, 'force') ?? false
-  preview(op.env, (plan) => join(plan, object.id, hostId, force))
+  preview(op.env, (plan) => planJoin(plan, object.id, hostId, force))
   const run = new Run(op, 3)
   await run.wait(2)
-  await run.apply((plan) => join(plan, object.id, hostId, force))
+  await run.apply((plan) => planJoin(plan, object.id, hostId, force))
   return undefined
 }

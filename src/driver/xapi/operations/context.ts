@@ -1,6 +1,7 @@
 import { invalidParameters, noSuchObject } from '../../../errors.js'
 import type { Created, OperationContext, WaitForOptions, XoRecord } from '../../types.js'
 import type { Params } from '../../lab/operations/params.js'
+import type { PoolMerger } from './pool-join.js'
 import { XapiError, type XapiLocator, type XapiPool, type XapiTaskOptions } from '../types.js'
 
 /** What the operations read of the driver's index. */
@@ -12,6 +13,8 @@ export interface XapiIndex {
 export interface Env {
   readonly locator: XapiLocator
   readonly index: XapiIndex
+  /** the driver's pools as a whole, for add_host; absent where the operations run on one pool alone */
+  readonly merger?: PoolMerger
 }
 
 /** A XAPI record as read with get_record: fields by name, ints as numbers or strings. */

@@ -6,6 +6,7 @@ import type { XapiPool } from '../types.js'
 import { created, step, type XapiAction, type XapiFields } from './context.js'
 import { createVm } from './create-vm.js'
 import { rebootHost } from './host.js'
+import { addHost } from './pool-join.js'
 import { networkRecord, poolNetworkActions } from './pool-network.js'
 
 type Records = Readonly<Record<string, XapiFields>>
@@ -154,6 +155,7 @@ const createInternalNetwork: XapiAction = async (env, { pool }, params, context)
 
 export const poolActions: Readonly<Record<string, XapiAction>> = {
   ...poolNetworkActions,
+  add_host: addHost,
   create_internal_network: createInternalNetwork,
   create_vm: createVm,
   emergency_shutdown: emergencyShutdown,
