@@ -29,6 +29,8 @@ interface Setup extends SimulatedPool {
   vdi(blocks: ReadonlyMap<number, Buffer>, size?: number): Promise<XoRecord>
   /** the content of a VDI as the lab reads it, block by block */
   content(vdi: XoRecord): Promise<Map<number, Buffer>>
+  /** the pool's tasks once the reads that ended have ended theirs */
+  tasksLeft(): Promise<string[]>
 }
 
 async function setup(t: TestScope): Promise<Setup> {
@@ -38,7 +40,8 @@ async function setup(t: TestScope): Promise<Setup> {
   const { driver } = sim.sim.simulator.services
   const lab = driver.disks
   if (lab === undefined) throw new Error('the simulator serves no disks')
-  const disks: DiskAccess = new XapiDisks(sim.locator, sim.index, { tempDir: spoolDir })
+  const xapiDisks = new XapiDisks(sim.locator, sim.index, { tempDir: spoolDir })
+  const disks: DiskAccess = xapiDisks
   const named = (type: string, name: string): XoRecord => {
     const record = [...driver.objectsOfType(type)].find((candidate) => candidate['name_label'] === name)
     if (record === undefined) throw new Error(`no ${type} named ${name}`)
@@ -56,6 +59,10 @@ async function setup(t: TestScope): Promise<Setup> {
       const session = await disks.importVdi(sr, { name_label: 'scratch', name_description: '', size }, 'user')
       for (const [index, data] of blocks) await session.write(0, { index, data })
       return sim.record((await session.commit()).id)
+    },
+    tasksLeft: async () => {
+      await xapiDisks.settled()
+      return sim.refs('task')
     },
     content: async (vdi) => {
       const allocated = await lab.allocation(vdi)
@@ -95,7 +102,7 @@ t.test('allocation and reads come from one VHD export and equal the lab’s disk
   t.equal(raw.length, SIZE)
   const all = await drain(env.disks.readBlocks(vdi, [0, 1, 2, 3, 4, 5]))
   t.ok(Buffer.concat(all.map((block) => block.data)).subarray(0, SIZE).equals(raw), 'the driver reads what qemu-img reads in the lab’s file')
-  t.same(env.refs('task'), [], 'every transfer task destroyed')
+  t.same(await env.tasksLeft(), [], 'every transfer task destroyed')
 })
 
 t.test('a disk on another host’s local storage is read where XAPI sends the request', async (t) => {
@@ -110,7 +117,7 @@ t.test('a disk on another host’s local storage is read where XAPI sends the re
   const expected = await drain(env.lab.readBlocks(vdi, allocated.slice(0, 2)))
   t.same(read.map((block) => block.index), expected.map((block) => block.index))
   t.ok(read.every((block, i) => block.data.equals(expected[i]?.data as Buffer)), 'the same bytes')
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('a read that stops early and a read of nothing leave no task behind', async (t) => {
@@ -126,7 +133,7 @@ t.test('a read that stops early and a read of nothing leave no task behind', asy
   t.same(await drain(env.disks.readBlocks(vdi, [])), [])
   const only = await drain(env.disks.readBlocks(vdi, [3]))
   t.ok(only[0]?.data.equals(patternBlock(2)))
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('changedBlocks: the blocks written since a snapshot', async (t) => {
@@ -145,7 +152,7 @@ t.test('changedBlocks: the blocks written since a snapshot', async (t) => {
   await session.commit()
   t.same(await env.disks.changedBlocks(env.record(vdi.id), base), await env.lab.changedBlocks(env.record(vdi.id), base))
   t.ok((await env.disks.changedBlocks(env.record(vdi.id), base)).includes(1))
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('openWrite replaces the content at commit, patches it when asked, and changes nothing on abort', async (t) => {
@@ -181,7 +188,7 @@ t.test('openWrite replaces the content at commit, patches it when asked, and cha
   patternBlock(11).copy(mixed, 0, 0, SECTOR_SIZE)
   t.ok(patched.get(3)?.equals(mixed), 'a partial block changes only its sectors')
   t.same(readdirSync(env.spoolDir), [])
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('importVdi creates the VDI only at commit; an abort or a failed commit leaves nothing', async (t) => {
@@ -205,7 +212,7 @@ t.test('importVdi creates the VDI only at commit; an abort or a failed commit le
   t.match(vdi, { name_label: 'imported', name_description: 'd', size: SIZE, $SR: env.sr.id })
   t.same([...(await env.content(vdi)).entries()], [[1, patternBlock(5)]], 'landed byte for byte')
   t.same(readdirSync(env.spoolDir), [])
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('importVm sends an XVA: a new halted VM with its disks', async (t) => {
@@ -227,7 +234,7 @@ t.test('importVm sends an XVA: a new halted VM with its disks', async (t) => {
   t.equal(copies.length, vdis.length)
   for (const [i, copy] of copies.entries()) t.same([...(await env.content(copy)).entries()], [...(expected[i] as Map<number, Buffer>).entries()], `disk ${i} landed byte for byte`)
   t.same(readdirSync(env.spoolDir), [])
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 
   const before = env.refs('VM').length
   const aborted = await env.disks.importVm(env.sr, description, 'user')
@@ -253,7 +260,7 @@ t.test('a connection reset mid-export fails the read with the task’s failure; 
   // The task's failure, not the socket's: the simulator words it VDI_IO_ERROR or, when its pipeline notices the reset first, INTERNAL_ERROR.
   t.equal(error.code, 'XAPI_ERROR')
   t.match(error.data, { code: /^(VDI_IO_ERROR|INTERNAL_ERROR)$/, params: Array })
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
   const ghost = { ...vdi, _xapiRef: 'OpaqueRef:nowhere' }
   t.same([(await failure(env.disks.allocation(ghost))).code], ['NO_SUCH_OBJECT'])
 })
