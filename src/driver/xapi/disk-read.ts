@@ -49,24 +49,30 @@ export async function openXapiRead(target: XapiReadTarget, end: TaskEnder): Prom
     await transfer.stop()
     throw broken
   }
-  let taken = false
+  let handed = false
+  // Set once the blocks are iterated: a generator returned before its first step never runs its finally, so until then close() ends the transfer.
+  let started = false
   return {
     allocated,
     blocks: (indexes) => {
-      if (taken) throw new Error('the blocks of a read are read once')
-      taken = true
-      return relay(vdi, transfer, reader, indexes, end)
+      if (handed) throw new Error('the blocks of a read are read once')
+      handed = true
+      return relay(vdi, transfer, reader, indexes, end, () => {
+        if (started) throw new Error('the read is closed')
+        started = true
+      })
     },
     close: async () => {
-      if (taken) return
-      taken = true
+      if (started) return
+      started = true
       await transfer.stop()
     },
   }
 }
 
 /** The blocks asked from the stream's blocks (in index order, as XAPI sends them), zeros for those it lacks. */
-async function* relay(vdi: XoRecord, transfer: Transfer, reader: VhdStreamReader, indexes: readonly number[], end: TaskEnder): AsyncGenerator<DiskBlock> {
+async function* relay(vdi: XoRecord, transfer: Transfer, reader: VhdStreamReader, indexes: readonly number[], end: TaskEnder, begin: () => void): AsyncGenerator<DiskBlock> {
+  begin()
   let complete = false
   let ended = false
   const finish = (): void => {
