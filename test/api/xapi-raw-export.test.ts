@@ -114,21 +114,23 @@ t.test('a client gone mid-export: the export stops and its XAPI task ends', asyn
 })
 
 t.test('the pool resetting the connection mid-export cuts the client’s response, never completes it with wrong bytes', async (t) => {
-  const env = await setup(t, testDisk(SIZE, [0, 1, 2, 3, 5, 7], 5))
+  // Cut deep in the stream: what Keel holds unread (its read-ahead and the sockets' buffers) is a few blocks, so by then the
+  // response has started. A reset before its first byte is an ordinary error answer instead.
+  const size = 16 * BLOCK_SIZE
+  const env = await setup(t, testDisk(size, [0, 1, 2, 3, 4, 5, 7, 8, 10, 11, 12, 13, 14, 15], 5))
   const fault = await fetch(`${env.xapi.url}/simulator/faults`, {
     method: 'POST',
     headers: { authorization: `Basic ${Buffer.from(`root:${PASSWORD}`).toString('base64')}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ reset_next_export_after: 3 * BLOCK_SIZE }),
+    body: JSON.stringify({ reset_next_export_after: 12 * BLOCK_SIZE }),
   })
   t.equal(fault.status, 200)
   const raw = rawOf(env.disk)
   const cut = await download(env.server, `/rest/v0/vdis/${env.vdi}.raw`)
   t.equal(cut.response.statusCode, 200, 'the export had started')
-  t.equal(cut.response.headers['content-length'], String(SIZE))
+  t.equal(cut.response.headers['content-length'], String(size))
   t.notOk(cut.complete, 'the response is cut')
-  t.ok(cut.body.length < SIZE, `short of its length (${cut.body.length} of ${SIZE} bytes)`)
-  const differs = cut.body.findIndex((byte, i) => byte !== raw[i])
-  t.equal(differs, -1, 'what came is the disk’s beginning')
+  t.ok(cut.body.length < size, `short of its length (${cut.body.length} of ${size} bytes)`)
+  t.ok(cut.body.equals(raw.subarray(0, cut.body.length)), 'what came is the disk’s beginning')
   t.same(await env.tasksLeft(), [], 'no task left on the pool')
   const whole = await download(env.server, `/rest/v0/vdis/${env.vdi}.raw`)
   t.ok(whole.complete && whole.body.equals(rawOf(env.disk)), 'the next export is whole')

@@ -4,14 +4,16 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { exportRaw } from '../../src/disks/export.js'
 import { describeVm } from '../../src/disks/xva.js'
 import type { DiskAccess, XoRecord } from '../../src/driver/types.js'
 import { XapiDisks } from '../../src/driver/xapi/disks.js'
 import { XapiOperations } from '../../src/driver/xapi/operations.js'
+import type { XapiLocator, XapiPool } from '../../src/driver/xapi/types.js'
 import { BLOCK_SIZE, isZero } from '../../src/formats/blocks.js'
 import { setSector } from '../../src/formats/vhd/bitmap.js'
 import { BITMAP_SIZE, SECTOR_SIZE } from '../../src/formats/vhd/constants.js'
-import { drain, patternBlock, VPC_OPTS } from '../helpers/disks.js'
+import { collect, drain, patternBlock, VPC_OPTS } from '../helpers/disks.js'
 import { context, type TestScope } from '../helpers/lab.js'
 import { PASSWORD, simulatedPool, type SimulatedPool } from '../helpers/xapi-pool.js'
 import { failure } from './fixtures/lab.js'
@@ -263,4 +265,88 @@ t.test('a connection reset mid-export fails the read with the task’s failure; 
   t.same(await env.tasksLeft(), [])
   const ghost = { ...vdi, _xapiRef: 'OpaqueRef:nowhere' }
   t.same([(await failure(env.disks.allocation(ghost))).code], ['NO_SUCH_OBJECT'])
+})
+
+/** The driver's disks over the same pool, each call and handler request it makes named in `calls`. */
+function counted(env: Setup): { disks: XapiDisks; calls: string[] } {
+  const calls: string[] = []
+  const pool: XapiPool = {
+    ...env.pool,
+    call: <T>(method: string, params: readonly unknown[]) => {
+      calls.push(method)
+      return env.pool.call<T>(method, params)
+    },
+    request: (request) => {
+      calls.push(`${request.method} ${request.path}`)
+      return env.pool.request(request)
+    },
+  }
+  const locator: XapiLocator = {
+    locate: (record) => {
+      const location = env.locator.locate(record)
+      return location === undefined ? undefined : { ...location, pool }
+    },
+    recordOf: (of, ref) => env.locator.recordOf(of, ref),
+  }
+  return { disks: new XapiDisks(locator, env.index, { tempDir: env.spoolDir }), calls }
+}
+
+t.test('a raw export is one transfer: four calls to the pool where the allocation and the blocks took eight, its task ended after the last byte', async (t) => {
+  const env = await setup(t)
+  const vdi = await env.vdi(blocks([
+    [1, 1],
+    [3, 2],
+  ]))
+  const { disks, calls } = counted(env)
+  await drain(disks.readBlocks(vdi, await disks.allocation(vdi)))
+  await disks.settled()
+  t.same(calls, ['task.create', 'GET /export_raw_vdi', 'task.cancel', 'task.destroy', 'task.create', 'GET /export_raw_vdi', 'task.cancel', 'task.destroy'], 'the allocation and the blocks apart: two transfers')
+
+  calls.length = 0
+  const stream = await exportRaw(disks, vdi, SIZE, { concurrency: 1, now: 0 })
+  const bytes = await collect(stream.bytes)
+  calls.push('the stream ended')
+  await disks.settled()
+  t.same(calls, ['task.create', 'GET /export_raw_vdi', 'task.cancel', 'the stream ended', 'task.destroy'], 'one transfer, ended without the stream waiting for it')
+  t.ok(bytes.equals(await collect((await exportRaw(env.lab, vdi, SIZE, { concurrency: 1, now: 0 })).bytes)), 'the lab’s raw export, byte for byte')
+  t.same(await env.tasksLeft(), [])
+
+  calls.length = 0
+  const range = { start: 3 * BLOCK_SIZE + 7, end: 3 * BLOCK_SIZE + 700 }
+  const ranged = await exportRaw(disks, vdi, SIZE, { concurrency: 1, now: 0 }, range)
+  t.equal(ranged.length, 693)
+  t.ok((await collect(ranged.bytes)).equals(patternBlock(2).subarray(7, 700)), 'a range in the last allocated block')
+  await disks.settled()
+  t.same(calls, ['task.create', 'GET /export_raw_vdi', 'task.cancel', 'task.destroy'], 'one transfer for a range too')
+})
+
+t.test('openRead: the allocation first, then the blocks from the same stream; a read closed unread or never iterated leaves no task', async (t) => {
+  const env = await setup(t)
+  const written = blocks([
+    [0, 1],
+    [4, 2],
+  ])
+  const vdi = await env.vdi(written)
+  const { disks, calls } = counted(env)
+  const left = async (): Promise<string[]> => {
+    await disks.settled()
+    return env.refs('task')
+  }
+  const read = await disks.openRead(vdi)
+  t.same(read.allocated, await env.lab.allocation(vdi))
+  const got = await drain(read.blocks([0, 2, 4]))
+  t.same(got.map((block) => block.index), [0, 2, 4])
+  t.ok(got[0]?.data.equals(written.get(0) as Buffer) && got[2]?.data.equals(written.get(4) as Buffer) && isZero(got[1]?.data ?? Buffer.alloc(1, 1)), 'the blocks asked, zeros for a hole')
+  await read.close()
+  t.same(await left(), [])
+
+  const unread = await disks.openRead(vdi)
+  await unread.close()
+  t.same(await left(), [], 'closed without reading')
+  const handed = await disks.openRead(vdi)
+  const never = handed.blocks([4])
+  await handed.close()
+  t.same(await left(), [], 'its blocks handed out, never iterated, then closed')
+  await t.rejects(drain(never), { message: 'the read is closed' })
+  t.equal(calls.filter((call) => call === 'GET /export_raw_vdi').length, 3, 'one transfer per read')
 })
