@@ -161,9 +161,13 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
         const stream = await exportRaw(deps.disks, vdi, size, { concurrency: clampConcurrency(query.nbdConcurrency), now: deps.clock() }, range)
         const headers: Record<string, string> = { 'Accept-Ranges': 'bytes', 'Content-Disposition': `attachment; filename=${vdi.id}.raw` }
         if (range !== undefined) headers['Content-Range'] = `bytes ${range.start}-${range.end - 1}/${size}`
-        await exportTask(source, vdi, principal.id, 'raw', stream, (bytes) =>
-          sendStream(res, { status: range === undefined ? 200 : 206, contentType: CONTENT_TYPE.raw, length: stream.length, headers }, bytes, deps.pacer),
-        )
+        try {
+          await exportTask(source, vdi, principal.id, 'raw', stream, (bytes) =>
+            sendStream(res, { status: range === undefined ? 200 : 206, contentType: CONTENT_TYPE.raw, length: stream.length, headers }, bytes, deps.pacer),
+          )
+        } finally {
+          await stream.close()
+        }
       },
     }),
   ]

@@ -1,5 +1,6 @@
 import { diskSize } from '../driver/disk-size.js'
 import type { DiskAccess, Driver, OperationContext, XoRecord } from '../driver/types.js'
+import type { DiskBlock } from '../formats/blocks.js'
 import { createdRecord, visibly } from '../driver/visible.js'
 import { aborted, incorrectState, invalidParameters, isKeelError } from '../errors.js'
 import { exportVhd, exportVhdDelta } from '../disks/export.js'
@@ -105,19 +106,24 @@ class LogWriter {
 
 /** Counts source bytes read for a run's progress: reads go through here. */
 function countingDisks(disks: DiskAccess, onBytes: (bytes: number) => void): DiskAccess {
+  async function* counted(blocks: AsyncIterable<DiskBlock>): AsyncGenerator<DiskBlock> {
+    for await (const block of blocks) {
+      onBytes(block.data.length)
+      yield block
+    }
+  }
   return {
     ...disks,
     allocation: (vdi) => disks.allocation(vdi),
+    openRead: async (vdi) => {
+      const read = await disks.openRead(vdi)
+      return { ...read, blocks: (indexes, options) => counted(read.blocks(indexes, options)) }
+    },
     changedBlocks: (vdi, base) => disks.changedBlocks(vdi, base),
     openWrite: (vdi, options) => disks.openWrite(vdi, options),
     importVdi: (sr, vdi, userId) => disks.importVdi(sr, vdi, userId),
     importVm: (sr, description, userId) => disks.importVm(sr, description, userId),
-    async *readBlocks(vdi, indexes, options) {
-      for await (const block of disks.readBlocks(vdi, indexes, options)) {
-        onBytes(block.data.length)
-        yield block
-      }
-    },
+    readBlocks: (vdi, indexes, options) => counted(disks.readBlocks(vdi, indexes, options)),
   }
 }
 

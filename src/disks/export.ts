@@ -7,7 +7,11 @@ export interface DiskStream {
   /** exact byte length */
   readonly length: number
   readonly bytes: AsyncIterable<Buffer>
+  /** releases the source when `bytes` is never iterated; nothing once it is */
+  close(): Promise<void>
 }
+
+const nothingHeld = async (): Promise<void> => undefined
 
 export interface ExportOptions {
   readonly concurrency: number
@@ -18,15 +22,21 @@ export interface ExportOptions {
 export async function exportVhd(disks: DiskAccess, vdi: XoRecord, size: number, options: ExportOptions): Promise<DiskStream> {
   const allocated = await disks.allocation(vdi)
   const plan = planVhdStream({ size, allocated, uuid: vdi.id, now: options.now })
-  return { length: plan.length, bytes: encodeVhdStream(plan, disks.readBlocks(vdi, allocated, { concurrency: options.concurrency })) }
+  return { length: plan.length, bytes: encodeVhdStream(plan, disks.readBlocks(vdi, allocated, { concurrency: options.concurrency })), close: nothingHeld }
 }
 
-/** A VDI's raw bytes, or `range` of them; only the allocated blocks the range touches are read. */
+/**
+ * A VDI's raw bytes, or `range` of them, from one read (the allocation, then
+ * the blocks): only the allocated blocks the range touches are asked for. On
+ * XAPI the blocks before the range still cross the wire, skipped: the pool's
+ * export has no ranges.
+ */
 export async function exportRaw(disks: DiskAccess, vdi: XoRecord, size: number, options: ExportOptions, range?: ByteRange): Promise<DiskStream> {
   const { start, end } = rawRange(size, range)
-  const allocated = blocksInRange(await disks.allocation(vdi), { start, end })
-  const blocks = disks.readBlocks(vdi, allocated, { concurrency: options.concurrency })
-  return { length: end - start, bytes: encodeRawStream({ size, allocated, blocks }, { start, end }) }
+  const read = await disks.openRead(vdi)
+  const allocated = blocksInRange(read.allocated, { start, end })
+  const blocks = read.blocks(allocated, { concurrency: options.concurrency })
+  return { length: end - start, bytes: encodeRawStream({ size, allocated, blocks }, { start, end }), close: () => read.close() }
 }
 
 /**
@@ -46,5 +56,5 @@ export async function exportVhdDelta(
   const taken = typeof base.snapshot_time === 'number' ? base.snapshot_time : 0
   const parent = { uuid: base.id, timestamp: Math.max(0, taken - VHD_EPOCH), name: options.parentName ?? `${base.id}.vhd` }
   const plan = planVhdStream({ size, allocated: changed, uuid: vdi.id, parent, now: options.now })
-  return { length: plan.length, bytes: encodeVhdStream(plan, disks.readBlocks(vdi, changed, { concurrency: options.concurrency })) }
+  return { length: plan.length, bytes: encodeVhdStream(plan, disks.readBlocks(vdi, changed, { concurrency: options.concurrency })), close: nothingHeld }
 }

@@ -302,9 +302,25 @@ export interface ImportSession {
  * NBD reads, changed blocks from the snapshot's CBT bitmap) and the
  * hypervisor's import handlers (write sessions, VDI.create and VM import).
  */
+/** One read of a disk: its allocation first, then blocks from the same source. */
+export interface DiskRead {
+  /** ascending indexes of the blocks holding data */
+  readonly allocated: readonly number[]
+  /** `indexes` ascending, yielded in that order; once per read, which ends with the iteration (whole or stopped early) */
+  blocks(indexes: readonly number[], options?: DiskReadOptions): AsyncIterable<DiskBlock>
+  /** ends a read whose blocks are not iterated; nothing once they are */
+  close(): Promise<void>
+}
+
 export interface DiskAccess {
   /** ascending indexes of the blocks holding data, known without reading them */
   allocation(vdi: XoRecord): Promise<number[]>
+  /**
+   * The allocation, then the blocks, in one read: on XAPI one transfer, the
+   * table being the head of the very VHD stream the blocks follow, which
+   * waits meanwhile. Holds the source until its blocks are iterated or it is closed.
+   */
+  openRead(vdi: XoRecord): Promise<DiskRead>
   /** ascending indexes of the blocks that may differ between a VDI and a snapshot of it (never fewer than those that do) */
   changedBlocks(vdi: XoRecord, base: XoRecord): Promise<number[]>
   /** `indexes` ascending, yielded in that order */

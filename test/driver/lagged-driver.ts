@@ -181,6 +181,7 @@ export class LaggedDriver implements Driver {
     const at = (record: XoRecord): XoRecord => this.#atSource(record)
     return {
       allocation: (vdi) => disks.allocation(at(vdi)),
+      openRead: (vdi) => disks.openRead(at(vdi)),
       changedBlocks: (vdi, base) => disks.changedBlocks(at(vdi), at(base)),
       readBlocks: (vdi, indexes, options) => disks.readBlocks(at(vdi), indexes, options),
       openWrite: (vdi, options) => disks.openWrite(at(vdi), options),

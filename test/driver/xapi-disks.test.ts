@@ -4,14 +4,16 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { exportRaw } from '../../src/disks/export.js'
 import { describeVm } from '../../src/disks/xva.js'
 import type { DiskAccess, XoRecord } from '../../src/driver/types.js'
 import { XapiDisks } from '../../src/driver/xapi/disks.js'
 import { XapiOperations } from '../../src/driver/xapi/operations.js'
+import type { XapiLocator, XapiPool } from '../../src/driver/xapi/types.js'
 import { BLOCK_SIZE, isZero } from '../../src/formats/blocks.js'
 import { setSector } from '../../src/formats/vhd/bitmap.js'
 import { BITMAP_SIZE, SECTOR_SIZE } from '../../src/formats/vhd/constants.js'
-import { drain, patternBlock, VPC_OPTS } from '../helpers/disks.js'
+import { collect, drain, patternBlock, VPC_OPTS } from '../helpers/disks.js'
 import { context, type TestScope } from '../helpers/lab.js'
 import { PASSWORD, simulatedPool, type SimulatedPool } from '../helpers/xapi-pool.js'
 import { failure } from './fixtures/lab.js'
@@ -29,6 +31,8 @@ interface Setup extends SimulatedPool {
   vdi(blocks: ReadonlyMap<number, Buffer>, size?: number): Promise<XoRecord>
   /** the content of a VDI as the lab reads it, block by block */
   content(vdi: XoRecord): Promise<Map<number, Buffer>>
+  /** the pool's tasks once the reads that ended have ended theirs */
+  tasksLeft(): Promise<string[]>
 }
 
 async function setup(t: TestScope): Promise<Setup> {
@@ -38,7 +42,8 @@ async function setup(t: TestScope): Promise<Setup> {
   const { driver } = sim.sim.simulator.services
   const lab = driver.disks
   if (lab === undefined) throw new Error('the simulator serves no disks')
-  const disks: DiskAccess = new XapiDisks(sim.locator, sim.index, { tempDir: spoolDir })
+  const xapiDisks = new XapiDisks(sim.locator, sim.index, { tempDir: spoolDir })
+  const disks: DiskAccess = xapiDisks
   const named = (type: string, name: string): XoRecord => {
     const record = [...driver.objectsOfType(type)].find((candidate) => candidate['name_label'] === name)
     if (record === undefined) throw new Error(`no ${type} named ${name}`)
@@ -56,6 +61,10 @@ async function setup(t: TestScope): Promise<Setup> {
       const session = await disks.importVdi(sr, { name_label: 'scratch', name_description: '', size }, 'user')
       for (const [index, data] of blocks) await session.write(0, { index, data })
       return sim.record((await session.commit()).id)
+    },
+    tasksLeft: async () => {
+      await xapiDisks.settled()
+      return sim.refs('task')
     },
     content: async (vdi) => {
       const allocated = await lab.allocation(vdi)
@@ -95,7 +104,7 @@ t.test('allocation and reads come from one VHD export and equal the lab’s disk
   t.equal(raw.length, SIZE)
   const all = await drain(env.disks.readBlocks(vdi, [0, 1, 2, 3, 4, 5]))
   t.ok(Buffer.concat(all.map((block) => block.data)).subarray(0, SIZE).equals(raw), 'the driver reads what qemu-img reads in the lab’s file')
-  t.same(env.refs('task'), [], 'every transfer task destroyed')
+  t.same(await env.tasksLeft(), [], 'every transfer task destroyed')
 })
 
 t.test('a disk on another host’s local storage is read where XAPI sends the request', async (t) => {
@@ -110,7 +119,7 @@ t.test('a disk on another host’s local storage is read where XAPI sends the re
   const expected = await drain(env.lab.readBlocks(vdi, allocated.slice(0, 2)))
   t.same(read.map((block) => block.index), expected.map((block) => block.index))
   t.ok(read.every((block, i) => block.data.equals(expected[i]?.data as Buffer)), 'the same bytes')
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('a read that stops early and a read of nothing leave no task behind', async (t) => {
@@ -126,7 +135,7 @@ t.test('a read that stops early and a read of nothing leave no task behind', asy
   t.same(await drain(env.disks.readBlocks(vdi, [])), [])
   const only = await drain(env.disks.readBlocks(vdi, [3]))
   t.ok(only[0]?.data.equals(patternBlock(2)))
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('changedBlocks: the blocks written since a snapshot', async (t) => {
@@ -145,7 +154,7 @@ t.test('changedBlocks: the blocks written since a snapshot', async (t) => {
   await session.commit()
   t.same(await env.disks.changedBlocks(env.record(vdi.id), base), await env.lab.changedBlocks(env.record(vdi.id), base))
   t.ok((await env.disks.changedBlocks(env.record(vdi.id), base)).includes(1))
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('openWrite replaces the content at commit, patches it when asked, and changes nothing on abort', async (t) => {
@@ -181,7 +190,7 @@ t.test('openWrite replaces the content at commit, patches it when asked, and cha
   patternBlock(11).copy(mixed, 0, 0, SECTOR_SIZE)
   t.ok(patched.get(3)?.equals(mixed), 'a partial block changes only its sectors')
   t.same(readdirSync(env.spoolDir), [])
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('importVdi creates the VDI only at commit; an abort or a failed commit leaves nothing', async (t) => {
@@ -205,7 +214,7 @@ t.test('importVdi creates the VDI only at commit; an abort or a failed commit le
   t.match(vdi, { name_label: 'imported', name_description: 'd', size: SIZE, $SR: env.sr.id })
   t.same([...(await env.content(vdi)).entries()], [[1, patternBlock(5)]], 'landed byte for byte')
   t.same(readdirSync(env.spoolDir), [])
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 })
 
 t.test('importVm sends an XVA: a new halted VM with its disks', async (t) => {
@@ -227,7 +236,7 @@ t.test('importVm sends an XVA: a new halted VM with its disks', async (t) => {
   t.equal(copies.length, vdis.length)
   for (const [i, copy] of copies.entries()) t.same([...(await env.content(copy)).entries()], [...(expected[i] as Map<number, Buffer>).entries()], `disk ${i} landed byte for byte`)
   t.same(readdirSync(env.spoolDir), [])
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
 
   const before = env.refs('VM').length
   const aborted = await env.disks.importVm(env.sr, description, 'user')
@@ -253,7 +262,91 @@ t.test('a connection reset mid-export fails the read with the task’s failure; 
   // The task's failure, not the socket's: the simulator words it VDI_IO_ERROR or, when its pipeline notices the reset first, INTERNAL_ERROR.
   t.equal(error.code, 'XAPI_ERROR')
   t.match(error.data, { code: /^(VDI_IO_ERROR|INTERNAL_ERROR)$/, params: Array })
-  t.same(env.refs('task'), [])
+  t.same(await env.tasksLeft(), [])
   const ghost = { ...vdi, _xapiRef: 'OpaqueRef:nowhere' }
   t.same([(await failure(env.disks.allocation(ghost))).code], ['NO_SUCH_OBJECT'])
+})
+
+/** The driver's disks over the same pool, each call and handler request it makes named in `calls`. */
+function counted(env: Setup): { disks: XapiDisks; calls: string[] } {
+  const calls: string[] = []
+  const pool: XapiPool = {
+    ...env.pool,
+    call: <T>(method: string, params: readonly unknown[]) => {
+      calls.push(method)
+      return env.pool.call<T>(method, params)
+    },
+    request: (request) => {
+      calls.push(`${request.method} ${request.path}`)
+      return env.pool.request(request)
+    },
+  }
+  const locator: XapiLocator = {
+    locate: (record) => {
+      const location = env.locator.locate(record)
+      return location === undefined ? undefined : { ...location, pool }
+    },
+    recordOf: (of, ref) => env.locator.recordOf(of, ref),
+  }
+  return { disks: new XapiDisks(locator, env.index, { tempDir: env.spoolDir }), calls }
+}
+
+t.test('a raw export is one transfer: four calls to the pool where the allocation and the blocks took eight, its task ended after the last byte', async (t) => {
+  const env = await setup(t)
+  const vdi = await env.vdi(blocks([
+    [1, 1],
+    [3, 2],
+  ]))
+  const { disks, calls } = counted(env)
+  await drain(disks.readBlocks(vdi, await disks.allocation(vdi)))
+  await disks.settled()
+  t.same(calls, ['task.create', 'GET /export_raw_vdi', 'task.cancel', 'task.destroy', 'task.create', 'GET /export_raw_vdi', 'task.cancel', 'task.destroy'], 'the allocation and the blocks apart: two transfers')
+
+  calls.length = 0
+  const stream = await exportRaw(disks, vdi, SIZE, { concurrency: 1, now: 0 })
+  const bytes = await collect(stream.bytes)
+  calls.push('the stream ended')
+  await disks.settled()
+  t.same(calls, ['task.create', 'GET /export_raw_vdi', 'task.cancel', 'the stream ended', 'task.destroy'], 'one transfer, ended without the stream waiting for it')
+  t.ok(bytes.equals(await collect((await exportRaw(env.lab, vdi, SIZE, { concurrency: 1, now: 0 })).bytes)), 'the lab’s raw export, byte for byte')
+  t.same(await env.tasksLeft(), [])
+
+  calls.length = 0
+  const range = { start: 3 * BLOCK_SIZE + 7, end: 3 * BLOCK_SIZE + 700 }
+  const ranged = await exportRaw(disks, vdi, SIZE, { concurrency: 1, now: 0 }, range)
+  t.equal(ranged.length, 693)
+  t.ok((await collect(ranged.bytes)).equals(patternBlock(2).subarray(7, 700)), 'a range in the last allocated block')
+  await disks.settled()
+  t.same(calls, ['task.create', 'GET /export_raw_vdi', 'task.cancel', 'task.destroy'], 'one transfer for a range too')
+})
+
+t.test('openRead: the allocation first, then the blocks from the same stream; a read closed unread or never iterated leaves no task', async (t) => {
+  const env = await setup(t)
+  const written = blocks([
+    [0, 1],
+    [4, 2],
+  ])
+  const vdi = await env.vdi(written)
+  const { disks, calls } = counted(env)
+  const left = async (): Promise<string[]> => {
+    await disks.settled()
+    return env.refs('task')
+  }
+  const read = await disks.openRead(vdi)
+  t.same(read.allocated, await env.lab.allocation(vdi))
+  const got = await drain(read.blocks([0, 2, 4]))
+  t.same(got.map((block) => block.index), [0, 2, 4])
+  t.ok(got[0]?.data.equals(written.get(0) as Buffer) && got[2]?.data.equals(written.get(4) as Buffer) && isZero(got[1]?.data ?? Buffer.alloc(1, 1)), 'the blocks asked, zeros for a hole')
+  await read.close()
+  t.same(await left(), [])
+
+  const unread = await disks.openRead(vdi)
+  await unread.close()
+  t.same(await left(), [], 'closed without reading')
+  const handed = await disks.openRead(vdi)
+  const never = handed.blocks([4])
+  await handed.close()
+  t.same(await left(), [], 'its blocks handed out, never iterated, then closed')
+  await t.rejects(drain(never), { message: 'the read is closed' })
+  t.equal(calls.filter((call) => call === 'GET /export_raw_vdi').length, 3, 'one transfer per read')
 })

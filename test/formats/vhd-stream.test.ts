@@ -317,3 +317,28 @@ t.test("XAPI's layout (zero sector at 1536, BAT at 2048, batmap after it, creato
   t.ok(blocks[0]?.data.equals(patternBlock(2)))
   t.ok(blocks[1]?.data.equals(patternBlock(0)))
 })
+
+t.test('allocation() reads the table before any block, and the blocks follow from the same stream', async (t) => {
+  const disk = testDisk(10 * MiB + 3 * 512, [0, 2, 5])
+  const bytes = await encode(disk)
+  let pulled = 0
+  async function* counted(): AsyncGenerator<Buffer> {
+    for await (const chunk of sliced(bytes, 65537)) {
+      pulled += chunk.length
+      yield chunk
+    }
+  }
+  const opened = await openVhdStream(counted())
+  t.same(await opened.allocation(), [0, 2, 5])
+  t.ok(pulled < 2048 + 65537, `the stream read up to the table only (${pulled} bytes)`)
+  const blocks = await drain(opened.blocks)
+  t.same(blocks.map((block) => block.index), [0, 2, 5])
+  t.ok(blocks.every((block) => block.data.equals(disk.data.get(block.index) as Buffer)), 'the blocks, byte for byte')
+
+  const parent = { uuid: '11111111-2222-4333-8444-555555555555', timestamp: 1234, name: 'base.vhd' }
+  const differencing = await collect(encodeVhdStream(planVhdStream({ size: disk.size, allocated: [2], uuid: UUID, parent }), disk.blocks([2])))
+  const child = await openVhdStream(sliced(differencing, 511))
+  t.same(await child.allocation(), [2], 'a differencing stream, its locators read on the way')
+  t.same((await drain(child.blocks)).map((block) => block.index), [2])
+  t.same(child.parentPaths, ['base.vhd'])
+})

@@ -3,7 +3,7 @@ import { invalidParameters, noSuchObject } from '../../errors.js'
 import type { DiskBlock } from '../../formats/blocks.js'
 import type { XvaDescription } from '../../formats/xva/description.js'
 import { diskSize } from '../disk-size.js'
-import type { Created, DiskAccess, DiskReadOptions, DiskWriteOptions, DiskWriteSession, ImportSession, NewVdi, XoRecord } from '../types.js'
+import type { Created, DiskAccess, DiskRead, DiskReadOptions, DiskWriteOptions, DiskWriteSession, ImportSession, NewVdi, XoRecord } from '../types.js'
 import type { DiskRef, HeldWriteSession, LabDisks } from './disks.js'
 import { addVdi } from './operations/builders.js'
 import { createVm, type CreateVmParams } from './operations/create-vm.js'
@@ -73,6 +73,11 @@ export class LabDiskAccess implements DiskAccess {
 
   allocation(vdi: XoRecord): Promise<number[]> {
     return this.#files.allocation(diskRef(vdi), diskSize(vdi))
+  }
+
+  async openRead(vdi: XoRecord): Promise<DiskRead> {
+    const allocated = await this.allocation(vdi)
+    return { allocated, blocks: (indexes, options) => this.readBlocks(vdi, indexes, options), close: async () => undefined }
   }
 
   changedBlocks(vdi: XoRecord, base: XoRecord): Promise<number[]> {

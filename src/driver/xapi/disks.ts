@@ -7,30 +7,21 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { invalidParameters, noSuchObject } from '../../errors.js'
 import { BLOCK_SIZE, zeros, type DiskBlock } from '../../formats/blocks.js'
-import { giveBack } from '../../formats/lending.js'
-import { invalidDiskStream } from '../../formats/stream-error.js'
 import { hasSector, SECTORS_PER_BLOCK } from '../../formats/vhd/bitmap.js'
 import { SECTOR_SIZE } from '../../formats/vhd/constants.js'
-import { openVhdStream } from '../../formats/vhd/stream-decoder.js'
 import { encodeVhdStream, planVhdStream, type VhdParentReference } from '../../formats/vhd/stream-encoder.js'
 import type { XvaDescription } from '../../formats/xva/description.js'
 import { encodeXva } from '../../formats/xva/xva-writer.js'
-import type { Created, DiskAccess, DiskWrite, DiskWriteOptions, DiskWriteSession, ImportSession, NewVdi, XoRecord } from '../types.js'
-import { keelErrorOf, translated } from './errors.js'
+import type { Created, DiskAccess, DiskRead, DiskWrite, DiskWriteOptions, DiskWriteSession, ImportSession, NewVdi, XoRecord } from '../types.js'
+import { translated } from './errors.js'
 import { created, type XapiIndex } from './operations/context.js'
 import { BlockSpool } from './spool.js'
 import { srHostAddress, vdiHostAddress } from './sr-host.js'
 import { Transfer } from './transfer.js'
+import { openXapiRead } from './disk-read.js'
 import type { XapiLocation, XapiLocator } from './types.js'
 import { vhdAllocation } from './vhd-allocation.js'
 import { newVdiRecord } from './new-vdi.js'
-
-/**
- * Blocks decoded from XAPI's stream ahead of the consumer: without them the
- * stream waits while each block is written out, and an export runs at the
- * sum of both transfers' times instead of the slower one's.
- */
-const READ_AHEAD = 2
 
 export interface XapiDisksOptions {
   /** where blocks wait for their upload (default: the system's temporary directory) */
@@ -50,8 +41,9 @@ function overlay(current: Buffer, data: Buffer, bitmap: Buffer): Buffer {
  * Disk content on XAPI pools through the host's HTTP handlers, each transfer
  * with a task of its own (transfer.ts). Reads come from `/export_raw_vdi` as
  * VHD: its block allocation table says which blocks hold data (and, with
- * `base=`, which differ from a snapshot), and one stream per call serves
- * every block asked, one block in memory at a time.
+ * `base=`, which differ from a snapshot), and one stream per read serves
+ * the table and then every block asked, one block in memory at a time
+ * (disk-read.ts).
  *
  * Writes go to `/import_raw_vdi` as VHD once the session commits: until then
  * the blocks wait in a temporary file (XAPI wants the upload's exact length,
@@ -64,6 +56,8 @@ export class XapiDisks implements DiskAccess {
   readonly #locator: XapiLocator
   readonly #index: XapiIndex
   readonly #tempDir: string
+  /** reads' tasks being ended after their last block went out */
+  readonly #ending = new Set<Promise<void>>()
 
   constructor(locator: XapiLocator, index: XapiIndex, options: XapiDisksOptions = {}) {
     this.#locator = locator
@@ -84,45 +78,18 @@ export class XapiDisks implements DiskAccess {
     })
   }
 
+  openRead(vdi: XoRecord): Promise<DiskRead> {
+    return this.#openRead(vdi)
+  }
+
   async *readBlocks(vdi: XoRecord, indexes: readonly number[]): AsyncGenerator<DiskBlock> {
     if (indexes.length === 0) return
-    const { pool, ref } = this.#locate(vdi)
-    const transfer = await translated({ object: vdi }, () => Transfer.start(pool, 'Keel: VDI read', vdiHostAddress(this.#index, vdi)))
-    let complete = false
-    try {
-      let next = 0
-      let broken: unknown
-      try {
-        const reader = await openVhdStream(await transfer.get('/export_raw_vdi', { vdi: ref, format: 'vhd' }))
-        const blocks: AsyncIterable<DiskBlock> = Readable.from(reader.blocks, { highWaterMark: READ_AHEAD })
-        let last = -1
-        for await (const block of blocks) {
-          // XAPI streams blocks in index order; another order would need the whole disk in memory.
-          if (block.index <= last) throw invalidDiskStream(`block ${block.index} after block ${last}: the export is not in index order`, 0, { block: block.index })
-          last = block.index
-          for (let wanted = indexes[next]; wanted !== undefined && wanted < block.index; wanted = indexes[++next]) yield { index: wanted, data: zeros() }
-          if (indexes[next] === block.index) {
-            next++
-            yield block
-          } else giveBack(block.data)
-          if (next === indexes.length) break
-        }
-        // Read to its end, the stream is complete only once XAPI says the export succeeded.
-        if (next < indexes.length) {
-          await transfer.outcome()
-          complete = true
-        }
-      } catch (error) {
-        broken = await transfer.explain(error)
-      }
-      if (broken !== undefined) throw broken
-      for (let wanted = indexes[next]; wanted !== undefined; wanted = indexes[++next]) yield { index: wanted, data: zeros() }
-    } catch (error) {
-      throw keelErrorOf(error, { object: vdi })
-    } finally {
-      if (complete) await transfer.close()
-      else await transfer.stop()
-    }
+    yield* (await this.#openRead(vdi)).blocks(indexes)
+  }
+
+  /** Resolves once the tasks of the reads that ended are ended on the pool too. */
+  async settled(): Promise<void> {
+    while (this.#ending.size > 0) await Promise.all(this.#ending)
   }
 
   async openWrite(vdi: XoRecord, options: DiskWriteOptions = {}): Promise<DiskWriteSession> {
@@ -193,6 +160,14 @@ export class XapiDisks implements DiskAccess {
       },
       abort: removeAll,
     }
+  }
+
+  async #openRead(vdi: XoRecord): Promise<DiskRead> {
+    const { pool, ref } = await translated({ object: vdi }, async () => this.#locate(vdi))
+    return openXapiRead({ vdi, pool, ref, host: vdiHostAddress(this.#index, vdi) }, (ending) => {
+      const tracked = ending.finally(() => this.#ending.delete(tracked))
+      this.#ending.add(tracked)
+    })
   }
 
   #locate(record: XoRecord): XapiLocation {

@@ -113,6 +113,7 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator, PoolMerge
     this.#open = false
     for (const timer of this.#leaving.values()) clearTimeout(timer)
     this.#leaving.clear()
+    await this.disks.settled()
     await Promise.all([...this.#pools.values()].map((pool) => this.#stop(pool)))
     this.#pools.clear()
     this.#waits.close(new KeelError('SERVICE_UNAVAILABLE', 'the XAPI driver is closed'))

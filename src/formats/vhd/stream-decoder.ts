@@ -24,6 +24,12 @@ export interface VhdStreamReader {
   /** parent file names found in the locators, once the blocks have been read past them */
   readonly parentPaths: string[]
   /**
+   * Ascending indexes of the allocated blocks, read off the block allocation
+   * table (and what precedes it) before any block: the rest of the stream
+   * waits for `blocks`. Read once; `blocks` reads the table itself otherwise.
+   */
+  allocation(): Promise<number[]>
+  /**
    * The allocated blocks in file order, which need not be index order (qemu,
    * XAPI and our own producer use index order, others may not). Ends after the
    * trailing footer has been checked against the leading one.
@@ -55,12 +61,14 @@ export async function openVhdStream(input: AsyncIterable<Uint8Array>): Promise<V
     if (footer.currentSize > VHD_MAX_SIZE) throw diskTooLarge(footer.currentSize, VHD_MAX_SIZE, 'VHD')
     const header = decodeHeader(await reader.read(HEADER_SIZE, 'VHD header'), HEADER_OFFSET, footer.currentSize)
     const parentPaths: string[] = []
+    const regions = new RegionReader(reader, footer, header, parentPaths)
     return {
       footer,
       header,
       size: footer.currentSize,
       parentPaths,
-      blocks: readRegions(reader, footerBytes, footer, header, parentPaths),
+      allocation: () => regions.allocation(),
+      blocks: regions.blocks(footerBytes),
     }
   } catch (error) {
     await reader.close()
@@ -68,65 +76,92 @@ export async function openVhdStream(input: AsyncIterable<Uint8Array>): Promise<V
   }
 }
 
-async function* readRegions(
-  reader: ByteReader,
-  footerBytes: Buffer,
-  footer: VhdFooter,
-  header: VhdHeader,
-  parentPaths: string[],
-): AsyncGenerator<DecodedVhdBlock> {
-  try {
-    const differencing = footer.diskType === DiskType.differencing
-    const queue: Region[] = [{ kind: 'bat', offset: header.tableOffset, length: batBytes(header.maxTableEntries) }]
-    if (differencing) {
+/** The regions after the header, strictly forward: the table and locators as they come, then the blocks it places. */
+class RegionReader {
+  readonly #reader: ByteReader
+  readonly #footer: VhdFooter
+  readonly #header: VhdHeader
+  readonly #parentPaths: string[]
+  readonly #queue: Region[]
+  #allocated: number[] | undefined
+  #end = 0
+
+  constructor(reader: ByteReader, footer: VhdFooter, header: VhdHeader, parentPaths: string[]) {
+    this.#reader = reader
+    this.#footer = footer
+    this.#header = header
+    this.#parentPaths = parentPaths
+    this.#queue = [{ kind: 'bat', offset: header.tableOffset, length: batBytes(header.maxTableEntries) }]
+    if (footer.diskType === DiskType.differencing) {
       header.parentLocators.forEach((locator, index) => {
         if (locator.platformCode !== PlatformCode.none && locator.platformDataSpace > 0) {
-          queue.push({ kind: 'locator', index, offset: locator.platformDataOffset, length: locator.platformDataSpace })
+          this.#queue.push({ kind: 'locator', index, offset: locator.platformDataOffset, length: locator.platformDataSpace })
         }
       })
     }
-    queue.sort((a, b) => a.offset - b.offset)
-    let end = 0
-    const usedEntries = blockCount(footer.currentSize)
-    while (queue.length > 0) {
-      const region = queue.shift() as Region
-      if (region.offset < reader.position) {
-        throw invalidDiskStream(`VHD ${region.kind} at ${region.offset} overlaps data already read (the stream cannot go backwards)`, reader.position, {
-          region: region.kind,
-          regionOffset: region.offset,
-        })
+    this.#queue.sort((a, b) => a.offset - b.offset)
+  }
+
+  async allocation(): Promise<number[]> {
+    while (this.#allocated === undefined) await this.#next()
+    return [...this.#allocated]
+  }
+
+  async *blocks(footerBytes: Buffer): AsyncGenerator<DecodedVhdBlock> {
+    try {
+      while (this.#queue.length > 0) {
+        const block = await this.#next()
+        if (block !== undefined) yield block
       }
-      await reader.skip(region.offset - reader.position, `gap before VHD ${region.kind}`)
-      if (region.kind === 'bat') {
-        const bat = decodeBat(await reader.read(region.length, 'VHD block allocation table'), header.maxTableEntries)
-        const batEnd = region.offset + region.length
-        for (let index = 0; index < usedEntries; index++) {
-          const sector = bat[index] as number
-          if (sector === UNUSED_BAT_ENTRY) continue
-          const offset = sector * SECTOR_SIZE
-          if (offset < batEnd) {
-            throw invalidDiskStream(`VHD block ${index} at ${offset} starts before the end of the table`, region.offset + index * 4, {
-              block: index,
-            })
-          }
-          queue.push({ kind: 'block', index, offset, length: STORED_BLOCK })
-        }
-        queue.sort((a, b) => a.offset - b.offset)
-      } else if (region.kind === 'locator') {
-        const locator = header.parentLocators[region.index]
-        const payload = await reader.read(region.length, 'VHD parent locator')
-        const path = locator === undefined ? undefined : decodeLocatorPath(locator, payload)
-        if (path !== undefined) parentPaths.push(path)
-      } else {
-        const bitmap = await reader.read(BITMAP_SIZE, `VHD block ${region.index} bitmap`)
-        const data = await reader.read(BLOCK_SIZE, `VHD block ${region.index}`)
-        yield decodedBlock(region.index, bitmap, data, differencing)
-      }
-      end = reader.position
+      await readTrailingFooter(this.#reader, footerBytes, this.#end)
+    } finally {
+      await this.#reader.close()
     }
-    await readTrailingFooter(reader, footerBytes, end)
-  } finally {
-    await reader.close()
+  }
+
+  /** Reads the next region: a block is returned, the table and locators are taken in. */
+  async #next(): Promise<DecodedVhdBlock | undefined> {
+    const reader = this.#reader
+    const region = this.#queue.shift() as Region
+    if (region.offset < reader.position) {
+      throw invalidDiskStream(`VHD ${region.kind} at ${region.offset} overlaps data already read (the stream cannot go backwards)`, reader.position, {
+        region: region.kind,
+        regionOffset: region.offset,
+      })
+    }
+    await reader.skip(region.offset - reader.position, `gap before VHD ${region.kind}`)
+    let block: DecodedVhdBlock | undefined
+    if (region.kind === 'bat') {
+      const bat = decodeBat(await reader.read(region.length, 'VHD block allocation table'), this.#header.maxTableEntries)
+      const batEnd = region.offset + region.length
+      const allocated: number[] = []
+      const usedEntries = blockCount(this.#footer.currentSize)
+      for (let index = 0; index < usedEntries; index++) {
+        const sector = bat[index] as number
+        if (sector === UNUSED_BAT_ENTRY) continue
+        const offset = sector * SECTOR_SIZE
+        if (offset < batEnd) {
+          throw invalidDiskStream(`VHD block ${index} at ${offset} starts before the end of the table`, region.offset + index * 4, {
+            block: index,
+          })
+        }
+        allocated.push(index)
+        this.#queue.push({ kind: 'block', index, offset, length: STORED_BLOCK })
+      }
+      this.#queue.sort((a, b) => a.offset - b.offset)
+      this.#allocated = allocated
+    } else if (region.kind === 'locator') {
+      const locator = this.#header.parentLocators[region.index]
+      const payload = await reader.read(region.length, 'VHD parent locator')
+      const path = locator === undefined ? undefined : decodeLocatorPath(locator, payload)
+      if (path !== undefined) this.#parentPaths.push(path)
+    } else {
+      const bitmap = await reader.read(BITMAP_SIZE, `VHD block ${region.index} bitmap`)
+      const data = await reader.read(BLOCK_SIZE, `VHD block ${region.index}`)
+      block = decodedBlock(region.index, bitmap, data, this.#footer.diskType === DiskType.differencing)
+    }
+    this.#end = reader.position
+    return block
   }
 }
 

@@ -1,0 +1,111 @@
+// Raw VDI export through Keel on the XAPI driver against the simulator's own export (issue 28), small and
+// alternating: one simulator on a generated lab, a Keel of this build and, when given, a Keel of another
+// build (`node dist/bench/xapi-export.js [OTHER_ROOT]`, OTHER_ROOT holding its own dist/), both connected to
+// it. Each round exports the same VDI through every Keel and from the simulator directly (raw, then VHD),
+// in an order that alternates; each export's wall time and the CPU time Keel and the simulator spent on it.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
+import { packageRoot } from '../src/paths.js'
+import { download, expectTransfer, stop, upload, writeRawFile } from './keel-client.js'
+
+const PASSWORD = 'bench-password'
+const MiB = 1024 * 1024
+const vdiMib = Number(process.env['BENCH_XAPI_EXPORT_MIB'] ?? 512)
+const rounds = Number(process.env['BENCH_XAPI_EXPORT_ROUNDS'] ?? 4)
+
+function cpuSeconds(child: ChildProcess): number {
+  const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+/** A node script of `root`'s build; resolves with its child and first line of output. */
+function script(root: string, name: string, args: readonly string[], flags: readonly string[] = []): Promise<{ child: ChildProcess; line: string }> {
+  const child = spawn(process.execPath, [...flags, join(root, 'dist/bench', name), ...args], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...SERVICE_ENV } })
+  return new Promise((resolve, reject) => {
+    let text = ''
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      text += chunk
+      const end = text.indexOf('\n')
+      if (end !== -1) resolve({ child, line: text.slice(0, end) })
+    })
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)))
+  })
+}
+
+async function call<T>(url: string, session: string, method: string, params: readonly unknown[]): Promise<T> {
+  const response = await fetch(`${url}/jsonrpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', method, params: session === '' ? params : [session, ...params], id: 1 }),
+  })
+  const answer = (await response.json()) as { result?: T; error?: unknown }
+  if (answer.error !== undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`)
+  return answer.result as T
+}
+
+const root = mkdtempSync(join(tmpdir(), 'keel-bench-xapi-export-'))
+const children: ChildProcess[] = []
+try {
+  const labDir = join(root, 'lab')
+  const cli = join(packageRoot, 'dist/src/cli/main.js')
+  await new Promise<void>((resolve, reject) =>
+    spawn(process.execPath, [cli, 'lab', 'generate', '--vms', '20', '--hosts', '2', '--data-dir', labDir], { stdio: 'inherit', env: { ...process.env, KEEL_ADMIN_PASSWORD: PASSWORD } }).once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`lab generate exited with ${code}`)),
+    ),
+  )
+  const simulator = await script(packageRoot, 'serve-xapi.js', [labDir, PASSWORD])
+  children.push(simulator.child)
+  const simulatorUrl = simulator.line
+  const builds = [{ name: 'this build', root: packageRoot }, ...(process.argv[2] === undefined ? [] : [{ name: process.argv[2], root: process.argv[2] }])]
+  const keels = []
+  for (const [i, build] of builds.entries()) {
+    const dir = join(root, `keel-${i}`)
+    mkdirSync(dir)
+    const keel = await script(build.root, 'serve-keel-xapi.js', [dir, simulatorUrl, PASSWORD], SERVICE_NODE_FLAGS)
+    children.push(keel.child)
+    keels.push({ ...build, child: keel.child, url: keel.line.split(' ')[0] as string })
+  }
+  const auth = { authorization: `Basic ${Buffer.from(`admin@admin.net:${PASSWORD}`).toString('base64')}` }
+
+  const session = await call<string>(simulatorUrl, '', 'session.login_with_password', ['root', PASSWORD, '1.0', 'keel-bench'])
+  const size = vdiMib * MiB
+  const [poolRef] = await call<string[]>(simulatorUrl, session, 'pool.get_all', [])
+  const srRef = await call<string>(simulatorUrl, session, 'pool.get_default_SR', [poolRef])
+  const vdiRef = await call<string>(simulatorUrl, session, 'VDI.create', [{ name_label: 'bench export', SR: srRef, virtual_size: String(size), type: 'user', sharable: false, read_only: false, other_config: {} }])
+  const vdiUuid = await call<string>(simulatorUrl, session, 'VDI.get_uuid', [vdiRef])
+  const rawFile = join(root, 'disk.raw')
+  writeRawFile(rawFile, size)
+  expectTransfer('import', await upload(`${simulatorUrl}/import_raw_vdi?session_id=${session}&vdi=${vdiRef}&format=raw`, {}, rawFile, size), 200)
+  for (const keel of keels) while ((await fetch(`${keel.url}/rest/v0/vdis/${vdiUuid}`, { headers: auth })).status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
+
+  const direct = `${simulatorUrl}/export_raw_vdi?session_id=${session}&vdi=${vdiRef}&format=raw`
+  const sides = [
+    ...keels.map((keel) => ({ name: `through Keel (${keel.name})`, url: `${keel.url}/rest/v0/vdis/${vdiUuid}.raw`, headers: auth, keel: keel.child })),
+    { name: 'the simulator, raw', url: direct, headers: {}, keel: undefined },
+    { name: 'the simulator, VHD', url: direct.replace('format=raw', 'format=vhd'), headers: {}, keel: undefined },
+  ]
+  const results = new Map<string, Array<{ seconds: number; keel: number; simulator: number }>>()
+  for (let round = 0; round < rounds; round++) {
+    for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
+      const before = [side.keel === undefined ? 0 : cpuSeconds(side.keel), cpuSeconds(simulator.child)]
+      const transfer = await download(side.url, side.headers)
+      expectTransfer(side.name, transfer, 200)
+      const result = { seconds: transfer.seconds, keel: side.keel === undefined ? 0 : cpuSeconds(side.keel) - (before[0] ?? NaN), simulator: cpuSeconds(simulator.child) - (before[1] ?? NaN) }
+      results.set(side.name, [...(results.get(side.name) ?? []), result])
+    }
+  }
+  const [load1] = loadavg()
+  const lines = [`${vdiMib} MiB VDI (half data), ${rounds} alternating rounds, load average ${load1?.toFixed(1)} at the end; per export: wall s / Keel CPU s / simulator CPU s`, '']
+  lines.push('| export | wall time, each round | Keel CPU | simulator CPU |', '|---|---|---|---|')
+  for (const [name, runs] of results) {
+    const list = (pick: (run: { seconds: number; keel: number; simulator: number }) => number): string => runs.map((run) => pick(run).toFixed(2)).join(', ')
+    lines.push(`| ${name} | ${list((run) => run.seconds)} | ${list((run) => run.keel)} | ${list((run) => run.simulator)} |`)
+  }
+  process.stdout.write(lines.join('\n') + '\n')
+} finally {
+  for (const child of children) await stop(child)
+  rmSync(root, { recursive: true, force: true })
+}
