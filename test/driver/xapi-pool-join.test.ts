@@ -55,6 +55,19 @@ t.test('add_host over pools connected through servers entries: the joiner\u2019s
   t.equal(server.app.xapi?.pools.length, 1, 'one connection, the target pool\u2019s')
 })
 
+t.test('add_host on a pool connected through a member\u2019s address: the joiner is given the master\u2019s, where the member would answer it HOST_IS_SLAVE', async (t) => {
+  const master = await startSimulator(t)
+  const joiner = await startSimulator(t, { spec: branchLab({ vm: false }) })
+  const server = await xapiServer(t)
+  const target = await connected(server, `http://127.0.0.2:${new URL(master.url).port}`)
+  await connected(server, joiner.url)
+  const host = await named(server, 'hosts', 'branch-01')
+
+  const joined = await server.json(`/rest/v0/pools/${target.poolId}/actions/add_host?sync=true`, jsonBody({ host }))
+  t.equal(joined.status, 204, JSON.stringify(joined.body))
+  t.match((await server.json<Obj>(`/rest/v0/hosts/${host}`)).body, { $pool: target.poolId })
+})
+
 t.test('add_host: a XAPI refusal of pool.join ends the task as XAPI_ERROR with its code, as other operations answer it; nothing changed, the joiner still connected', async (t) => {
   const master = await startSimulator(t)
   const joiner = await startSimulator(t, { spec: branchLab({ vm: false }) })

@@ -93,6 +93,11 @@ export class XapiConnection implements XapiPool {
     return this.#poolRef
   }
 
+  /** the master this connection is logged in on (HOST_IS_SLAVE followed, failovers taken) */
+  get master(): URL {
+    return this.#origin
+  }
+
   get fingerprint(): string | undefined {
     return this.#agent.fingerprint()
   }

@@ -46,8 +46,8 @@ interface Pool {
   readonly connection: XapiConnection
   readonly index: PoolIndex
   readonly lost: Promise<Error>
-  /** what a host joining this pool is given: the address and credentials it was connected with */
-  readonly credentials: JoinCredentials
+  /** the credentials it was connected with, what a host joining it is given with its master's address */
+  readonly login: { readonly username: string; readonly password: string }
   /** tells whoever connected it that it merged into the pool `into` (ConnectedPool.merged) */
   readonly merged: (into: string) => void
   /** settles `lost` */
@@ -184,8 +184,8 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator, PoolMerge
         { ...this.#options.index, ...(this.#options.log === undefined ? {} : { log: this.#options.log }) },
         previous,
       )
-      const credentials = { address: joinAddress(origin), username: settings.username, password: settings.password }
-      const pool: Pool = { connection, index, lost, credentials, merged: reportMerged, reportLost: (error) => reportLost(error) }
+      const login = { username: settings.username, password: settings.password }
+      const pool: Pool = { connection, index, lost, login, merged: reportMerged, reportLost: (error) => reportLost(error) }
       await index.start()
       signal.throwIfAborted()
       this.#pools.set(poolId, pool)
@@ -290,7 +290,9 @@ export class XapiDriver implements Driver, PoolConnector, XapiLocator, PoolMerge
   }
 
   joinCredentials(poolId: string): JoinCredentials | undefined {
-    return this.#pools.get(poolId)?.credentials
+    const pool = this.#pools.get(poolId)
+    // The master the connection is on now, not the address configured: a member's would answer the joiner HOST_IS_SLAVE.
+    return pool === undefined ? undefined : { address: joinAddress(pool.connection.master), ...pool.login }
   }
 
   /**
