@@ -3,7 +3,7 @@
 // start, the resident set, listings and a single read against a bare server sending the same
 // bytes, writes while 50 connections list, and the pool dashboard.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync, type WriteStream } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -47,19 +47,34 @@ async function generate(dataDir: string, { vms, hosts, pin }: ScaleOptions): Pro
   return performance.now() - started
 }
 
-/** `keel serve` on the data directory: the child, its URL and the ms from spawn to its "listening" line. */
-async function serve(dataDir: string, pin: boolean): Promise<{ child: ChildProcess; url: string; ms: number }> {
+/**
+ * Tracing Keel through the bench's phases: `BENCH_SCALE_KEEL_FLAGS` adds V8 flags to the Keel
+ * process (`--trace-gc --trace-incremental-marking`, which V8 prints on stdout) and
+ * `BENCH_SCALE_KEEL_LOG` names a file that gets Keel's stdout with a line at each phase's start,
+ * in ms since Keel's spawn (V8's own lines count from the isolate's start, a few ms later).
+ */
+const traceFlags = (process.env['BENCH_SCALE_KEEL_FLAGS'] ?? '').split(' ').filter((flag) => flag !== '')
+const traceFile = process.env['BENCH_SCALE_KEEL_LOG']
+
+/** `keel serve` on the data directory: the child, its URL, the ms from spawn to its "listening" line, and `mark` to note a phase in the trace. */
+async function serve(dataDir: string, pin: boolean): Promise<{ child: ChildProcess; url: string; ms: number; mark: (phase: string) => void }> {
   const started = performance.now()
-  const [command, args] = pinned(pin, 0, [process.execPath, ...SERVICE_NODE_FLAGS, cli, 'serve', '--data-dir', dataDir, '--port', '0'])
+  const [command, args] = pinned(pin, 0, [process.execPath, ...SERVICE_NODE_FLAGS, ...traceFlags, cli, 'serve', '--data-dir', dataDir, '--port', '0'])
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'ignore'], env })
+  const trace: WriteStream | undefined = traceFile === undefined ? undefined : createWriteStream(traceFile)
+  if (trace !== undefined) child.once('exit', () => trace.end())
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`keel serve exited with ${code}`)))
     createInterface({ input: child.stdout! }).on('line', (line) => {
+      trace?.write(line + '\n')
       const found = /listening on (\S+)/.exec(line)
       if (found?.[1] !== undefined) resolve(found[1])
     })
   })
-  return { child, url, ms: performance.now() - started }
+  const mark = (phase: string): void => {
+    trace?.write(`# bench ${(performance.now() - started).toFixed(0)} ms: ${phase}\n`)
+  }
+  return { child, url, ms: performance.now() - started, mark }
 }
 
 /** VmRSS of a process, bytes. */
@@ -72,6 +87,19 @@ async function load(options: ScaleOptions, url: string, headers: Record<string, 
   const request: LoadRequest = { url, headers, connections: options.connections, warmup: Math.min(3, options.duration), duration: options.duration, uniquePaths: false, ...extra }
   const { line } = await runScript('load-child.js', [JSON.stringify(request)], { core: options.pin ? 1 : undefined, stderr: 'inherit' })
   return JSON.parse(line) as LoadResult
+}
+
+/**
+ * The new-filter listing's p99 read against what the bare server itself does at the same
+ * concurrency: with every connection busy, a response waits for the others ahead of it, and
+ * Little's law puts the mean time near connections / throughput, for either server.
+ */
+function newFilterP99(connections: number, keel: LoadResult, bare: LoadResult): string {
+  const wait = (result: LoadResult): string => (result.requests > 0 ? ((connections / result.requests) * 1000).toFixed(0) : 'n/a')
+  return (
+    `A new filter each time, p99 at ${connections} connections: Keel ${keel.p99.toFixed(0)} ms, the bare server ${bare.p99.toFixed(0)} ms ` +
+    `(connections / req/s: Keel ${wait(keel)} ms, bare ${wait(bare)} ms); the bar is Keel's p99 ≤ 300 ms.`
+  )
 }
 
 const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * p) - 1)] ?? NaN
@@ -113,6 +141,7 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
     const pid = keel.child.pid as number
     const idle = rss(pid)
     const api = await Api.login(keel.url)
+    keel.mark('full listing (fields=*)')
     const full = await fetch(`${keel.url}/rest/v0/vms?fields=*`, { headers: api.headers })
     const fullBytes = (await full.arrayBuffer()).byteLength
     const listed = rss(pid)
@@ -126,25 +155,32 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
     const vmId = running[0]?.id
     if (vmId === undefined) throw new Error('no running VM')
     const listing = '/rest/v0/vms?fields=name_label,power_state,$container&filter=power_state:Running'
+    const newFilter = 'same, a new filter each time (`!name_label:q<n>` added)'
     const cases = [
       { name: 'list running VMs, 3 fields (cached)', path: listing, extra: {} },
-      { name: 'same, a new filter each time (`!name_label:q<n>` added)', path: listing, extra: { uniqueFilters: true } },
+      { name: newFilter, path: listing, extra: { uniqueFilters: true } },
       { name: 'one VM', path: `/rest/v0/vms/${vmId}`, extra: {} },
       { name: 'pool dashboard', path: `/rest/v0/pools/${pools[0]?.id ?? ''}/dashboard`, extra: {} },
     ]
+    let newFilterLine = ''
     lines.push('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | non-2xx or errors |', '|---|---|---|---|---|---|---|')
     for (const item of cases) {
       const response = await fetch(keel.url + item.path, { headers: api.headers })
       const file = join(dataDir, 'body.bin')
       writeFileSync(file, Buffer.from(await response.arrayBuffer()))
+      keel.mark(`Keel: ${item.name} (3 s warm-up, then measured)`)
       const keelResult = await load(options, keel.url + item.path, { ...api.headers }, item.extra)
+      keel.mark(`bare server: ${item.name}`)
       const bare = await startServer('serve-bare.js', [file, response.headers.get('content-type') ?? 'application/json', response.headers.get('x-request-id') ?? ''], options.pin, 'inherit')
       const bareResult = await load(options, bare.url + '/', { ...api.headers })
       await stop(bare.child)
       lines.push(
         `| ${item.name} | ${keelResult.requests.toFixed(0)} | ${keelResult.p99.toFixed(2)} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99.toFixed(2)} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${keelResult.errors + bareResult.errors} |`,
       )
+      if (item.name === newFilter) newFilterLine = newFilterP99(options.connections, keelResult, bareResult)
     }
+    lines.push('', newFilterLine)
+    keel.mark('writes under reads')
     const fairness = await writesUnderReads(options, api, listing, vmId)
     lines.push(
       '',
