@@ -9,17 +9,17 @@ import { lend } from '../../src/formats/lending.js'
 const folder = mkdtempSync(join(tmpdir(), 'keel-chunk-writer-'))
 t.teardown(() => rmSync(folder, { recursive: true, force: true }))
 
-/** Chunks of 1 to 700 bytes, each filled with its own number, each lent with a record of its return. */
+/** Chunks of 0 to 699 bytes, each filled with its own number, each lent with a record of its return. */
 function chunks(count: number): { chunks: Buffer[]; returned: Set<number>; expected: Buffer } {
   const returned = new Set<number>()
-  const list = Array.from({ length: count }, (_, i) => lend(Buffer.alloc(1 + ((i * 37) % 700), i % 251), () => returned.add(i)))
+  const list = Array.from({ length: count }, (_, i) => lend(Buffer.alloc((i * 37) % 700, i % 251), () => returned.add(i)))
   return { chunks: list, returned, expected: Buffer.concat(list) }
 }
 
-t.test('chunks land in their order whatever the batches and writes in flight, each given back once written', async (t) => {
-  for (const [batchBytes, inFlight] of [[1, 1], [1000, 2], [64 * 1024, 3], [1, 8]] as const) {
+t.test('chunks land in their order however they are gathered or split into writes, and however many are in flight, each given back once written', async (t) => {
+  for (const [writeBytes, inFlight] of [[500, 1], [1000, 2], [64 * 1024, 3], [333, 8]] as const) {
     const { chunks: list, returned, expected } = chunks(300)
-    const path = join(folder, `order-${batchBytes}-${inFlight}`)
+    const path = join(folder, `order-${writeBytes}-${inFlight}`)
     const file = await open(path, 'wx')
     const seen: number[] = []
     const size = await writeChunks(
@@ -27,10 +27,10 @@ t.test('chunks land in their order whatever the batches and writes in flight, ea
       (async function* () {
         yield* list
       })(),
-      { batchBytes, inFlight, each: (chunk) => seen.push(chunk.length) },
+      { writeBytes, inFlight, each: (chunk) => seen.push(chunk.length) },
     )
     await file.close()
-    t.equal(size, expected.length, `batches of ${batchBytes} B, ${inFlight} in flight: the size`)
+    t.equal(size, expected.length, `writes of ${writeBytes} B, ${inFlight} in flight: the size`)
     t.ok(readFileSync(path).equals(expected), 'the bytes, in order')
     t.same(seen, list.map((chunk) => chunk.length), '`each` saw every chunk in order')
     t.equal(returned.size, list.length, 'every chunk given back')
@@ -45,7 +45,7 @@ t.test('a failing source: the writes already started settle, and the error is th
     yield* list.slice(0, 5)
     throw new Error('the disk went away')
   }
-  await t.rejects(writeChunks(file, source(), { batchBytes: 1, inFlight: 4 }), /the disk went away/)
+  await t.rejects(writeChunks(file, source(), { writeBytes: 1, inFlight: 4 }), /the disk went away/)
   await file.close()
   const written = Buffer.concat(list.slice(0, 5))
   t.ok(readFileSync(path).equals(written), 'what was read before the failure is in the file')
@@ -64,7 +64,7 @@ t.test('a failing write stops the run with its error, after the other writes set
       yield chunk
     }
   }
-  await t.rejects(writeChunks(file, source(), { batchBytes: 1, inFlight: 2 }), { code: 'EBADF' })
+  await t.rejects(writeChunks(file, source(), { writeBytes: 1, inFlight: 2 }), { code: 'EBADF' })
   await file.close()
   t.ok(pulled < list.length, 'the source is not read to its end')
   t.equal(readFileSync(path).length, 0)
