@@ -5,8 +5,6 @@ import { fileHandleAccess } from '../formats/vhd/random-access.js'
 export interface ChunkWriteOptions {
   /** bytes per positional write: small chunks are gathered, larger ones split */
   readonly writeBytes?: number
-  /** writes in flight at most */
-  readonly inFlight?: number
   /** sees each chunk, in order, before it is written (a checksum taken here) */
   readonly each?: (chunk: Buffer) => void
 }
@@ -21,45 +19,32 @@ export interface ChunkWriteOptions {
 const WRITE_BYTES = 1024 * 1024
 
 /**
- * Two writes in flight per file: the producer (a worker encoding an XVA, a
- * disk read) fills the next buffers while the last ones are copied into the
- * page cache. A backup writes two VMs at once and libuv runs four file
- * operations at a time: two writes each leave room for the reads.
- */
-const IN_FLIGHT = 2
-
-/**
  * Writes `chunks` one after the other from the start of `file`, each given
- * back (formats/lending.ts) once on disk, and returns the bytes written. The
- * chunks' order in the file is theirs; the writes themselves overlap. On a
- * failure, the writes already started settle before the error is thrown, so
- * none runs on after the caller closes the file.
+ * back (formats/lending.ts) once on disk, and returns the bytes written. One
+ * write runs at a time while the next chunks are taken: a second write to the
+ * same file would only wait for the file's lock, spinning (measured 4.5 % of
+ * a delta job's CPU with two in flight). On a failure, the write under way
+ * settles before the error is thrown, so none runs on after the caller
+ * closes the file.
  */
-export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer>, { writeBytes = WRITE_BYTES, inFlight = IN_FLIGHT, each }: ChunkWriteOptions = {}): Promise<number> {
+export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer>, { writeBytes = WRITE_BYTES, each }: ChunkWriteOptions = {}): Promise<number> {
   const access = fileHandleAccess(file)
-  const pending: Array<Promise<void>> = []
+  let running: Promise<void> = Promise.resolve()
   let position = 0
   let batch: Buffer[] = []
   let batched = 0
-  let previous: Promise<unknown> = Promise.resolve()
-  /** Writes the batch; `done` are the chunks it ends, given back once it and every write before it are on disk. */
+  /** Starts writing the batch once the last write is done; `done` are the chunks it ends, given back once it is. */
   const flush = async (done: readonly Buffer[]): Promise<void> => {
-    const before = previous
-    // Settles after its own write, whatever happened to the others: nothing runs on once all have settled.
-    const written = access
-      .write(position, batch)
-      .then(() => before)
-      .then(() => {
-        for (const chunk of done) giveBack(chunk)
-      })
-    previous = written
+    await running
+    const pieces = batch
+    running = access.write(position, pieces).then(() => {
+      for (const chunk of done) giveBack(chunk)
+    })
+    // Awaited by the next flush or at the end; marked handled so a failure meanwhile is not reported as unhandled.
+    running.catch(() => undefined)
     position += batched
     batch = []
     batched = 0
-    // Awaited below in order; marked handled so a failure waiting its turn is not reported as unhandled.
-    written.catch(() => undefined)
-    pending.push(written)
-    if (pending.length >= inFlight) await pending.shift()
   }
   let ending: Buffer[] = []
   try {
@@ -79,9 +64,9 @@ export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer
       }
     }
     if (batched > 0) await flush(ending)
-    for (let write = pending.shift(); write !== undefined; write = pending.shift()) await write
+    await running
     return position
   } finally {
-    await Promise.allSettled(pending)
+    await running.catch(() => undefined)
   }
 }
