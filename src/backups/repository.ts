@@ -1,17 +1,16 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { constants, createReadStream, createWriteStream } from 'node:fs'
+import { constants, createReadStream } from 'node:fs'
 import { access, lstat, mkdir, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
-import { pipeline } from 'node:stream/promises'
 import { pathToFileURL } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { invalidParameters, KeelError } from '../errors.js'
-import { giveBack } from '../formats/lending.js'
 import { VhdChain } from '../formats/vhd/chain.js'
 import { invalidDiskStream } from '../formats/stream-error.js'
 import { closeAll, listFolder, mergeIntoChild, openVhdFile, syncFolder, type OpenedVhd } from '../formats/vhd/vhd-folder.js'
 import { KeyedLock } from '../keyed-lock.js'
 import { isUuid } from '../uuid.js'
+import { writeChunks, type ChunkWriteOptions } from './chunk-writer.js'
 import { confinePath } from './confine.js'
 import {
   formatBackupTimestamp,
@@ -60,6 +59,19 @@ const MAX_CHAIN = 10_000
 // merges of a folder never interleave, and a temporary file found while
 // holding the folder is a leftover of a writer that died.
 const folderLocks = new KeyedLock<string>()
+
+/** A new file of `chunks` (lent: each given back once on disk), synced before this settles; returns its size. */
+async function writeSynced(path: string, chunks: AsyncIterable<Buffer>, options?: ChunkWriteOptions): Promise<number> {
+  const file = await open(path, 'wx')
+  try {
+    const size = await writeChunks(file, chunks, options)
+    // The data and the size; the name is made durable by the folder's sync, before the metadata names the file.
+    await file.datasync()
+    return size
+  } finally {
+    await file.close()
+  }
+}
 
 async function writeDurably(path: string, data: string | Buffer, flag: 'wx' | 'w'): Promise<void> {
   const handle = await open(path, flag)
@@ -266,26 +278,15 @@ export class LocalRepository {
       let placed = false
       try {
         const hash = md5 === undefined ? createHash('md5') : undefined
-        let size = 0
-        const file = await open(temporary, 'wx')
-        try {
-          // Written chunk by chunk, each given back once on disk: the archive's chunks are lent.
-          for await (const chunk of xva) {
-            hash?.update(chunk)
-            size += chunk.length
-            for (let offset = 0; offset < chunk.length; ) offset += (await file.write(chunk, offset)).bytesWritten
-            giveBack(chunk)
-          }
-          await file.sync()
-        } finally {
-          await file.close()
-        }
+        const size = await writeSynced(temporary, xva, hash === undefined ? {} : { each: (chunk) => hash.update(chunk) })
         await checkXva(temporary, size)
         await rename(temporary, data)
         placed = true
         const digest = hash?.digest('hex') ?? md5?.()
         if (digest === undefined) throw new Error('the archive ended without its MD5')
         await writeDurably(checksum, `$1$$${digest}`, 'wx')
+        // The archive's files are in the folder on disk before the metadata that makes it visible.
+        await syncFolder(folder)
         await writeDurably(json, JSON.stringify({ ...metadata, xva: `./${ts}.xva`, size }), 'wx')
         await syncFolder(folder)
         await this.#writeCache(folder)
@@ -317,8 +318,7 @@ export class LocalRepository {
           await this.#inside(dirname(target))
           await mkdir(dirname(target), { recursive: true })
           temporary = join(dirname(target), temporaryDataName(ts, 'vhd', Date.now()))
-          await pipeline(disk.vhd, createWriteStream(temporary, { flags: 'wx', flush: true }))
-          size += (await stat(temporary)).size
+          size += await writeSynced(temporary, disk.vhd)
           await this.#checkVhd(dirname(target), temporary, disk.differencing)
           await rename(temporary, target)
           temporary = undefined
@@ -326,8 +326,8 @@ export class LocalRepository {
           vhds[disk.vdiRef] = path
           isVhdDifferencing[disk.vdiRef] = disk.differencing
         }
-        await writeDurably(json, JSON.stringify({ ...metadata, vhds, isVhdDifferencing, size }), 'wx')
         for (const target of placed) await syncFolder(dirname(target))
+        await writeDurably(json, JSON.stringify({ ...metadata, vhds, isVhdDifferencing, size }), 'wx')
         await syncFolder(folder)
         await this.#writeCache(folder)
         return { size }

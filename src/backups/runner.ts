@@ -35,6 +35,12 @@ export interface RunnerDeps {
 
 const DEFAULT_CONCURRENCY = 2
 
+/**
+ * Blocks read ahead per disk unless the job's `nbdConcurrency` says: two, so
+ * the next block is read while the last one is encoded and written.
+ */
+const DEFAULT_READ_CONCURRENCY = 2
+
 /** The snapshots a run takes are named as the reference names its own; their marks, not their names, say whose they are. */
 const BACKUP_SNAPSHOT_PREFIX = '[XO Backup '
 
@@ -324,7 +330,8 @@ export class BackupRunner {
       tags: [],
     }
     let md5: string | undefined
-    const xva = exportXva(disks, description, vdis, compression, this.#deps.workers, { md5: (hex) => (md5 = hex) })
+    const concurrency = job.settings['']?.nbdConcurrency ?? DEFAULT_READ_CONCURRENCY
+    const xva = exportXva(disks, description, vdis, compression, this.#deps.workers, { concurrency, md5: (hex) => (md5 = hex) })
     await log.step(node, 'transfer', undefined, () => repository.writeFull(metadata, xva, () => md5))
     await this.#retain(job, scheduleId, vm, repository)
   }
@@ -395,7 +402,7 @@ export class BackupRunner {
               const liveVdiUuid = String(vdi.$snapshot_of ?? vdi.id)
               const size = diskSize(vdi)
               const base = full ? undefined : baseDisks.find((candidate) => candidate.$snapshot_of === vdi.$snapshot_of)
-              const options = { concurrency: job.settings['']?.nbdConcurrency ?? 1, now: this.#deps.clock() }
+              const options = { concurrency: job.settings['']?.nbdConcurrency ?? DEFAULT_READ_CONCURRENCY, now: this.#deps.clock() }
               const stream =
                 base === undefined || baseTimestamp === undefined
                   ? await exportVhd(disks, vdi, size, options)

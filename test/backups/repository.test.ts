@@ -181,6 +181,17 @@ t.test('nothing half-written is ever visible', async (t) => {
   t.same(filesUnder(root), before, 'an XVA that is not whole is refused and removed')
   await t.rejects(repository.writeFull(full.metadata, Readable.from([Buffer.alloc(0)])), { code: 'INCORRECT_STATE' }, 'an archive is never written over')
   t.same(filesUnder(root), before)
+  // Cut after several MiB: writes of the archive are in flight when the source fails.
+  async function* cut(what: string): AsyncGenerator<Buffer> {
+    for (let i = 0; i < 5; i++) yield Buffer.alloc(1024 * 1024 + 512, i)
+    throw new Error(`${what} stopped`)
+  }
+  const archives = (await repository.listArchives()).map((entry) => entry.metadataPath)
+  await t.rejects(repository.writeFull({ ...full.metadata, timestamp: Date.UTC(2026, 0, 6) }, cut('the XVA'), () => 'd41d8cd98f00b204e9800998ecf8427e'), /the XVA stopped/)
+  t.same(filesUnder(root), before, 'an XVA cut mid-write leaves nothing, not even a temporary file')
+  await t.rejects(repository.writeDelta({ ...metadata, timestamp: Date.UTC(2026, 0, 6) }, [{ vdiRef: 'OpaqueRef:x', liveVdiUuid: FIXTURE.liveVdi, vhd: cut('the VHD'), differencing: false }]), /the VHD stopped/)
+  t.same(filesUnder(root), before, 'so does a VHD')
+  t.same((await repository.listArchives()).map((entry) => entry.metadataPath), archives, 'no archive listed but the ones before')
 
   writeFileSync(join(root, VM_DIR, `.${Date.now()}.20260106T000000Z.xva`), 'left by a crash')
   writeFileSync(join(root, VM_DIR, '20260107T000000Z.xva'), 'data whose metadata never came')
