@@ -38,14 +38,14 @@ export interface LiveResponse {
   onClose(cleanup: () => void): void
 }
 
+/** What a long-lived response needs of its request: an authenticated one. */
+export type LiveContext = Pick<RouteContext<unknown, unknown, unknown, Principal>, 'req' | 'res' | 'log' | 'principal'>
+
 /**
  * Starts a long-lived 200 response: headers go out at once (a watcher knows
  * it is watching before it lists), writes are coalesced and bounded, and the
  * stream is registered for credential checks and shutdown.
  */
-/** What a long-lived response needs of its request: an authenticated one. */
-export type LiveContext = Pick<RouteContext<unknown, unknown, unknown, Principal>, 'req' | 'res' | 'log' | 'principal'>
-
 export function openLiveResponse(deps: LiveDeps, ctx: LiveContext, contentType: string, label: Record<string, string>): LiveResponse {
   const { res, req, log, principal } = ctx
   const fullLabel = { ...label, user: principal.email, userId: principal.id }
