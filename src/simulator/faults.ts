@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Services } from './context.js'
+import { isFaultRequest } from './fault-path.js'
 import type { PoolRoles } from './members.js'
 
 /** The faults a test may switch on, by their names in the admin endpoint's body. */
@@ -24,9 +25,6 @@ export interface FaultSettings {
   /** the next disk export to send more than this many bytes stops there and sends nothing more, its connection open */
   readonly stall_next_export_after?: number
 }
-
-/** Where the faults are posted. */
-export const FAULTS_PATH = '/simulator/faults'
 
 const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after', 'stop_master', 'stop_member', 'pause_master', 'stall_transfers', 'stall_next_export_after'] as const
 
@@ -81,7 +79,7 @@ export class Faults {
   }
 
   handle(request: IncomingMessage, response: ServerResponse): boolean {
-    if (new URL(request.url ?? '/', 'http://simulator').pathname !== FAULTS_PATH) return false
+    if (!isFaultRequest(request)) return false
     const answer = (status: number, body: unknown): void => {
       const text = JSON.stringify(body)
       response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })

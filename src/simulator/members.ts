@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { CallOutcome } from './calls.js'
 import type { XapiDatabase } from './database.js'
 import type { LabFeed } from './lab-feed.js'
-import { FAULTS_PATH } from './faults.js'
+import { isFaultRequest } from './fault-path.js'
 
 const LOOPBACK = /^127\.0\.0\.(\d{1,3})$/
 
@@ -33,8 +33,6 @@ export const memberOf = (masterAddress: () => string): { call(method: string, pa
 })
 
 type Listener = (request: IncomingMessage, response: ServerResponse) => void
-
-const isFaultRequest = (request: IncomingMessage): boolean => new URL(request.url ?? '/', 'http://simulator').pathname === FAULTS_PATH
 
 /**
  * Which host is the master, and which hosts have stopped (fault injection):

@@ -1,13 +1,27 @@
 import { invalidParameters, noSuchObject } from '../../../errors.js'
 import type { Created, OperationContext, WaitForOptions, XoRecord } from '../../types.js'
 import type { Params } from '../../lab/operations/params.js'
-import type { PoolMerger } from './pool-join.js'
 import { XapiError, type XapiLocator, type XapiPool, type XapiTaskOptions } from '../types.js'
 
 /** What the operations read of the driver's index. */
 export interface XapiIndex {
   getObject(id: string): XoRecord | undefined
   waitFor(id: string, options?: WaitForOptions): Promise<XoRecord>
+}
+
+/** What add_host asks of the driver beyond the object located. */
+export interface PoolMerger {
+  /** the address and credentials of the pool's own connection: what a host joining it is given */
+  joinCredentials(poolId: string): JoinCredentials | undefined
+  /** runs `join` on the joiner's connection, then ends that connection; resolves once the host is in the target pool's index */
+  merge(joinerPoolId: string, targetPoolId: string, hostId: string, join: (joiner: XapiPool) => Promise<void>): Promise<void>
+}
+
+export interface JoinCredentials {
+  /** the master's address as pool.join takes it: a host name, with `:port` when not XAPI's */
+  readonly address: string
+  readonly username: string
+  readonly password: string
 }
 
 export interface Env {

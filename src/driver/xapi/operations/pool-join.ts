@@ -4,34 +4,6 @@ import type { XoRecord } from '../../types.js'
 import type { XapiPool } from '../types.js'
 import type { Env, Target, XapiAction } from './context.js'
 
-/**
- * add_host as the reference merges a pool into another (xo-server
- * `mergeXenPools`): `pool.join` (`pool.join_force` with `force`) on a
- * session of the joining host's own pool, given the target pool's address
- * and the credentials Keel connected it with. The joiner's pool connection
- * then ends, as the reference unregisters its server (driver.ts `merge`).
- *
- * Before asking XAPI, the host is checked as the lab checks it, so that
- * both drivers refuse alike: XAPI would accept a joiner holding halted VMs,
- * snapshots or templates of its own and drop them with its database, and
- * Keel loses nothing.
- */
-
-/** What add_host asks of the driver beyond the object located. */
-export interface PoolMerger {
-  /** the address and credentials of the pool's own connection: what a host joining it is given */
-  joinCredentials(poolId: string): JoinCredentials | undefined
-  /** runs `join` on the joiner's connection, then ends that connection; resolves once the host is in the target pool's index */
-  merge(joinerPoolId: string, targetPoolId: string, hostId: string, join: (joiner: XapiPool) => Promise<void>): Promise<void>
-}
-
-export interface JoinCredentials {
-  /** the master's address as pool.join takes it: a host name, with `:port` when not XAPI's */
-  readonly address: string
-  readonly username: string
-  readonly password: string
-}
-
 function requireRunning(host: XoRecord | undefined, id: string): XoRecord {
   if (host?.type !== 'host') throw noSuchObject(id, 'host')
   if (host['power_state'] !== 'Running') throw incorrectState({ actual: host['power_state'], expected: 'Running', object: host.id, property: 'power_state' })
@@ -59,6 +31,18 @@ async function checkJoin(env: Env, target: Target, joiner: XapiPool, host: XoRec
   }
 }
 
+/**
+ * add_host as the reference merges a pool into another (xo-server
+ * `mergeXenPools`): `pool.join` (`pool.join_force` with `force`) on a
+ * session of the joining host's own pool, given the target pool's address
+ * and the credentials Keel connected it with. The joiner's pool connection
+ * then ends, as the reference unregisters its server (driver.ts `merge`).
+ *
+ * Before asking XAPI, the host is checked as the lab checks it, so that
+ * both drivers refuse alike: XAPI would accept a joiner holding halted VMs,
+ * snapshots or templates of its own and drop them with its database, and
+ * Keel loses nothing.
+ */
 export const addHost: XapiAction = async (env, target, params) => {
   const hostId = requiredString(params, 'host')
   const force = optionalBoolean(params, 'force') ?? false
