@@ -46,6 +46,9 @@ const act = (server: TestServer, path: string, body?: unknown, auth?: string) =>
   server.json<Obj>(`${path}?sync=true`, { method: 'POST', ...(body === undefined ? {} : jsonBody(body)), ...(auth === undefined ? {} : { auth }) })
 const get = async (server: TestServer, path: string): Promise<Obj> => (await server.json<Obj>(path)).body
 const list = async (server: TestServer, path: string): Promise<Obj[]> => (await server.json<Obj[]>(path)).body
+/** The id of the object of `collection` with this name_label. */
+const named = async (server: TestServer, collection: string, name: string): Promise<string> =>
+  String((await list(server, `/rest/v0/${collection}?fields=id,name_label`)).find((object) => object['name_label'] === name)?.['id'])
 
 /** Each host's PIF of a device, physical and untagged. */
 async function pifsOf(server: TestServer, device: string): Promise<Obj[]> {
@@ -221,11 +224,9 @@ t.test('add_host joins a host alone in its pool: its PIFs onto the pool\u2019s n
   const server = await startServer({ app: { labSpec: labWithBranch() } })
   t.teardown(() => server.close())
   const demo = await demoIds(server)
-  const named = async (collection: string, name: string): Promise<string> =>
-    String((await list(server, `/rest/v0/${collection}?fields=id,name_label`)).find((object) => object['name_label'] === name)?.['id'])
-  const branchPool = await named('pools', 'Branch pool')
-  const branch = await named('hosts', 'branch-01')
-  const vm = await named('vms', 'branch-app')
+  const branchPool = await named(server, 'pools', 'Branch pool')
+  const branch = await named(server, 'hosts', 'branch-01')
+  const vm = await named(server, 'vms', 'branch-app')
   const path = `/rest/v0/pools/${demo.pool}/actions/add_host`
   const state = async () => ({ hosts: await list(server, '/rest/v0/hosts?fields=id,$pool'), pools: await list(server, '/rest/v0/pools?fields=id'), pbds: await list(server, '/rest/v0/pbds?fields=id') })
   const before = await state()
@@ -246,7 +247,7 @@ t.test('add_host joins a host alone in its pool: its PIFs onto the pool\u2019s n
   t.same(await state(), before, 'nothing changed')
 
   t.equal((await server.request(`/rest/v0/vms/${vm}`, { method: 'DELETE' })).status, 204)
-  const kept = await server.json<{ id: string }>('/rest/v0/vdis', jsonBody({ srId: await named('srs', 'Branch local storage'), name_label: 'kept', virtual_size: 2 ** 21 }))
+  const kept = await server.json<{ id: string }>('/rest/v0/vdis', jsonBody({ srId: await named(server, 'srs', 'Branch local storage'), name_label: 'kept', virtual_size: 2 ** 21 }))
   t.equal(kept.status, 201)
   const joiner = await scopedAuth(server, 'joiner@example.org', [{ resource: 'pool', action: 'add-host' }, { resource: 'host', action: 'join-pool' }])
   t.equal((await act(server, path, { host: branch }, joiner)).status, 204)
@@ -258,13 +259,13 @@ t.test('add_host joins a host alone in its pool: its PIFs onto the pool\u2019s n
   t.match(pifs.find((pif) => pif['device'] === 'eth0'), { $pool: demo.pool, $network: masterEth0?.['$network'], management: true })
   const dmz = pifs.find((pif) => pif['device'] === 'eth3')
   t.match(await get(server, `/rest/v0/networks/${String(dmz?.['$network'])}`), { name_label: 'Branch DMZ', $pool: demo.pool })
-  t.equal(await named('networks', 'Branch management'), 'undefined', 'its own management network, now empty, is gone')
-  const local = await get(server, `/rest/v0/srs/${await named('srs', 'Branch local storage')}`)
+  t.equal(await named(server, 'networks', 'Branch management'), 'undefined', 'its own management network, now empty, is gone')
+  const local = await get(server, `/rest/v0/srs/${await named(server, 'srs', 'Branch local storage')}`)
   t.match(local, { $pool: demo.pool, $container: branch })
   t.same(local['VDIs'], [kept.body.id], 'the disk on its local SR is kept')
   t.match(await get(server, `/rest/v0/vdis/${kept.body.id}`), { $pool: demo.pool })
   for (const sr of ['NFS shared storage', 'ISO library']) {
-    const pbds = await Promise.all(((await get(server, `/rest/v0/srs/${await named('srs', sr)}`))['$PBDs'] as string[]).map((id) => get(server, `/rest/v0/pbds/${id}`)))
+    const pbds = await Promise.all(((await get(server, `/rest/v0/srs/${await named(server, 'srs', sr)}`))['$PBDs'] as string[]).map((id) => get(server, `/rest/v0/pbds/${id}`)))
     t.ok(pbds.some((pbd) => pbd['host'] === branch && pbd['attached'] === true), `${sr} is plugged on the new host`)
   }
   t.equal((await list(server, `/rest/v0/vm-templates?fields=$pool`)).filter((template) => template['$pool'] === branchPool).length, 0)
@@ -274,11 +275,9 @@ t.test('add_host: a running VM or another version (without force) refuse it and 
   const { server, lab } = await startLabServer({ app: { labSpec: labWithBranch() } })
   t.teardown(() => server.close())
   const demo = await demoIds(server)
-  const named = async (collection: string, name: string): Promise<string> =>
-    String((await list(server, `/rest/v0/${collection}?fields=id,name_label`)).find((object) => object['name_label'] === name)?.['id'])
-  const branchPool = await named('pools', 'Branch pool')
-  const branch = await named('hosts', 'branch-01')
-  const vm = await named('vms', 'branch-app')
+  const branchPool = await named(server, 'pools', 'Branch pool')
+  const branch = await named(server, 'hosts', 'branch-01')
+  const vm = await named(server, 'vms', 'branch-app')
   const path = `/rest/v0/pools/${demo.pool}/actions/add_host`
   const state = async () => ({ hosts: await list(server, '/rest/v0/hosts?fields=id,$pool'), pools: await list(server, '/rest/v0/pools?fields=id'), pifs: await list(server, '/rest/v0/pifs?fields=id,$pool,$network') })
   const before = await state()
@@ -321,14 +320,12 @@ t.test('add_host: a host whose pool has a shared SR of its own is refused, nothi
   const server = await startServer({ app: { labSpec: labWithBranch(true) } })
   t.teardown(() => server.close())
   const demo = await demoIds(server)
-  const named = async (collection: string, name: string): Promise<string> =>
-    String((await list(server, `/rest/v0/${collection}?fields=id,name_label`)).find((object) => object['name_label'] === name)?.['id'])
-  const vm = await named('vms', 'branch-app')
+  const vm = await named(server, 'vms', 'branch-app')
   t.equal((await server.request(`/rest/v0/vms/${vm}`, { method: 'DELETE' })).status, 204)
   const before = await list(server, '/rest/v0/hosts?fields=id,$pool')
-  t.match(await act(server, `/rest/v0/pools/${demo.pool}/actions/add_host`, { host: await named('hosts', 'branch-01') }), {
+  t.match(await act(server, `/rest/v0/pools/${demo.pool}/actions/add_host`, { host: await named(server, 'hosts', 'branch-01') }), {
     status: 409,
-    body: { code: 'INCORRECT_STATE', data: { object: await named('srs', 'Branch NFS'), property: 'shared', actual: true } },
+    body: { code: 'INCORRECT_STATE', data: { object: await named(server, 'srs', 'Branch NFS'), property: 'shared', actual: true } },
   })
   t.same(await list(server, '/rest/v0/hosts?fields=id,$pool'), before, 'nothing changed')
 })

@@ -13,6 +13,7 @@ import { collect, rawOf, testDisk, type TestDisk } from '../helpers/disks.js'
 import type { TestScope } from '../helpers/lab.js'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, startServer, type TestServer } from '../helpers/server.js'
 import { followTasks } from '../helpers/tasks.js'
+import { exported, xapiFootprint } from '../helpers/xapi-footprint.js'
 import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 const SIZE = 3 * BLOCK_SIZE
@@ -60,14 +61,6 @@ const raw = async (server: TestServer, path: string): Promise<Buffer> => {
   return Buffer.from(await response.arrayBuffer())
 }
 
-/** A VDI's content as the simulator's own `/export_raw_vdi` sends it (asked of the master, its redirect followed). */
-async function exported(xapi: RunningSimulator, vdi: string): Promise<Buffer> {
-  const session = await xapi.login()
-  const response = await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${vdi}&format=raw`)
-  if (response.status !== 200) throw new Error(`export_raw_vdi: ${response.status}`)
-  return Buffer.from(await response.arrayBuffer())
-}
-
 t.test('a VDI on a member’s local SR: imported, uploaded raw and VHD through the XAPI driver, read back byte for byte', async (t) => {
   const { xapi, server, sr } = await setup(t)
   const first = testDisk(SIZE, [0, 2], 1)
@@ -109,21 +102,9 @@ async function vmDisks(server: TestServer, vm: string): Promise<Array<{ id: stri
   return disks.sort((a, b) => a.name_label.localeCompare(b.name_label))
 }
 
-/** What an import could leave behind: the pool's VMs, VDIs and tasks (asked of the simulator itself), Keel's VMs and VDIs, the SR's files, the driver's spools. */
+/** What an import could leave behind: what any transfer could (xapiFootprint), and the SR's files. */
 async function footprint({ xapi, server, sr, spoolDir }: Setup): Promise<Record<string, unknown>> {
-  const session = await xapi.login()
-  const refs = async (cls: string): Promise<string[]> => (await xapi.call<string[]>(`${cls}.get_all`, [session])).sort()
-  const ids = async (collection: string): Promise<string[]> => (await server.json<Array<{ id: string }>>(`/rest/v0/${collection}?fields=id`)).body.map(({ id }) => id).sort()
-  const tasks = await xapi.call<Record<string, { name_label: string }>>('task.get_all_records', [session])
-  return {
-    poolVms: await refs('VM'),
-    poolVdis: await refs('VDI'),
-    poolTasks: Object.values(tasks).map((task) => task.name_label).filter((name) => name.startsWith('Keel')),
-    vms: await ids('vms'),
-    vdis: await ids('vdis'),
-    files: readdirSync(join(xapi.dataDir, 'srs', sr)).sort(),
-    spooled: readdirSync(spoolDir),
-  }
+  return { ...(await xapiFootprint(xapi, server, spoolDir)), files: readdirSync(join(xapi.dataDir, 'srs', sr)).sort() }
 }
 
 /** Keel's VM import tasks, their status and error code. */

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TransferTimeouts } from '../../src/driver/xapi/http-handlers.js'
@@ -10,6 +10,7 @@ import { encodeXva } from '../../src/formats/xva/xva-writer.js'
 import { collect, rawOf, testDisk, type TestDisk } from '../helpers/disks.js'
 import type { TestScope } from '../helpers/lab.js'
 import { basic, startServer, type TestServer } from '../helpers/server.js'
+import { exported, xapiFootprint } from '../helpers/xapi-footprint.js'
 import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi-simulator.js'
 
 // Transfers to a host that takes the request and then says nothing (issue 28), through the REST API
@@ -59,29 +60,7 @@ const stall = async (xapi: RunningSimulator, on: boolean): Promise<void> => {
   if (response.status !== 200) throw new Error(`stall_transfers: ${response.status}`)
 }
 
-/** A VDI's content as the simulator's own `/export_raw_vdi` sends it. */
-async function exported(xapi: RunningSimulator, vdi: string): Promise<Buffer> {
-  const session = await xapi.login()
-  const response = await fetch(`${xapi.url}/export_raw_vdi?session_id=${session}&vdi=${vdi}&format=raw`)
-  if (response.status !== 200) throw new Error(`export_raw_vdi: ${response.status}`)
-  return Buffer.from(await response.arrayBuffer())
-}
-
-/** What a transfer could leave behind: the pool's VMs, VDIs and Keel's tasks there (asked of the simulator), Keel's VMs and VDIs, the driver's spools. */
-async function footprint({ xapi, server, spoolDir }: Setup): Promise<Record<string, unknown>> {
-  const session = await xapi.login()
-  const refs = async (cls: string): Promise<string[]> => (await xapi.call<string[]>(`${cls}.get_all`, [session])).sort()
-  const ids = async (collection: string): Promise<string[]> => (await server.json<Array<{ id: string }>>(`/rest/v0/${collection}?fields=id`)).body.map(({ id }) => id).sort()
-  const tasks = await xapi.call<Record<string, { name_label: string }>>('task.get_all_records', [session])
-  return {
-    poolVms: await refs('VM'),
-    poolVdis: await refs('VDI'),
-    poolTasks: Object.values(tasks).map((task) => task.name_label).filter((name) => name.startsWith('Keel')),
-    vms: await ids('vms'),
-    vdis: await ids('vdis'),
-    spooled: readdirSync(spoolDir),
-  }
-}
+const footprint = ({ xapi, server, spoolDir }: Setup): Promise<Record<string, unknown>> => xapiFootprint(xapi, server, spoolDir)
 
 /** The answer Keel gives for a host it cannot reach (test/api/xapi-local-sr.test.ts, the member stopped: its connections reset). */
 const UNREACHABLE = { error: 'internal server error', code: 'INTERNAL_ERROR', data: { requestId: String } }

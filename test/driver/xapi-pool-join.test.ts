@@ -35,13 +35,19 @@ async function connected(server: TestServer, host: string): Promise<{ id: string
 const named = async (server: TestServer, collection: string, name: string): Promise<string> =>
   String((await server.json<Obj[]>(`/rest/v0/${collection}?fields=id,name_label`)).body.find((object) => object['name_label'] === name)?.['id'])
 
-t.test('add_host over pools connected through servers entries: the joiner\u2019s entry is removed, as the reference unregisters a merged pool\u2019s server', async (t) => {
+/** A pool to join (the demo lab's) and a branch host alone in a pool of its own, each connected through a `servers` entry. */
+async function twoPools(t: TestScope, targetUrl?: (master: string) => string) {
   const master = await startSimulator(t)
   const joiner = await startSimulator(t, { spec: branchLab({ vm: false }) })
   const server = await xapiServer(t)
-  const target = await connected(server, master.url)
+  const target = await connected(server, targetUrl?.(master.url) ?? master.url)
   const source = await connected(server, joiner.url)
   const host = await named(server, 'hosts', 'branch-01')
+  return { joiner, server, target, source, host }
+}
+
+t.test('add_host over pools connected through servers entries: the joiner\u2019s entry is removed, as the reference unregisters a merged pool\u2019s server', async (t) => {
+  const { server, target, source, host } = await twoPools(t)
   const watch = await openLines(`${server.url}/rest/v0/servers?ndjson=true&watch=true`, { authorization: basic(ADMIN_EMAIL, ADMIN_PASSWORD) })
   t.teardown(() => watch.close())
 
@@ -56,12 +62,7 @@ t.test('add_host over pools connected through servers entries: the joiner\u2019s
 })
 
 t.test('add_host on a pool connected through a member\u2019s address: the joiner is given the master\u2019s, where the member would answer it HOST_IS_SLAVE', async (t) => {
-  const master = await startSimulator(t)
-  const joiner = await startSimulator(t, { spec: branchLab({ vm: false }) })
-  const server = await xapiServer(t)
-  const target = await connected(server, `http://127.0.0.2:${new URL(master.url).port}`)
-  await connected(server, joiner.url)
-  const host = await named(server, 'hosts', 'branch-01')
+  const { server, target, host } = await twoPools(t, (master) => `http://127.0.0.2:${new URL(master).port}`)
 
   const joined = await server.json(`/rest/v0/pools/${target.poolId}/actions/add_host?sync=true`, jsonBody({ host }))
   t.equal(joined.status, 204, JSON.stringify(joined.body))
@@ -69,12 +70,7 @@ t.test('add_host on a pool connected through a member\u2019s address: the joiner
 })
 
 t.test('add_host: a XAPI refusal of pool.join ends the task as XAPI_ERROR with its code, as other operations answer it; nothing changed, the joiner still connected', async (t) => {
-  const master = await startSimulator(t)
-  const joiner = await startSimulator(t, { spec: branchLab({ vm: false }) })
-  const server = await xapiServer(t)
-  const target = await connected(server, master.url)
-  const source = await connected(server, joiner.url)
-  const host = await named(server, 'hosts', 'branch-01')
+  const { joiner, server, target, source, host } = await twoPools(t)
   // Another product: `force` passes Keel's version check (as the lab's), XAPI refuses it all the same (HOSTS_NOT_COMPATIBLE).
   const lab = joiner.simulator.services.driver
   const record = lab.getObject(host)
