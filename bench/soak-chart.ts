@@ -4,6 +4,8 @@ export interface Sample {
   /** minutes since the load started */
   readonly minute: number
   readonly rssMiB: number
+  /** V8's heap in use, from Keel's /metrics: tells a leak from caches of bytes outside the heap */
+  readonly heapMiB: number
   readonly loopP99Ms: number
   readonly requests: number
 }

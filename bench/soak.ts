@@ -129,7 +129,7 @@ try {
       const text = await fetch(`${keel.url}/metrics`, { headers: api.headers }).then((response) => response.text(), () => '')
       // A scrape that got no answer leaves a gap rather than a made-up point.
       if (exited !== undefined || text === '') return
-      samples.push({ minute: (performance.now() - started) / 60_000, rssMiB: rssMiB(pid), loopP99Ms: metric(text, 'keel_event_loop_delay_seconds', 'stat="p99"') * 1000, requests: tally.total })
+      samples.push({ minute: (performance.now() - started) / 60_000, rssMiB: rssMiB(pid), heapMiB: metric(text, 'keel_process_memory_bytes', 'kind="heap_used"') / 2 ** 20, loopP99Ms: metric(text, 'keel_event_loop_delay_seconds', 'stat="p99"') * 1000, requests: tally.total })
     }),
   ]
   await Promise.all(work)
@@ -137,14 +137,17 @@ try {
   if (exited !== undefined) process.stderr.write(`${exited} after ${((performance.now() - started) / 60_000).toFixed(1)} minutes\n`)
 
   writeFileSync(join(out, 'soak.svg'), soakChart(samples))
-  writeFileSync(join(out, 'soak.csv'), 'minute,rss_mib,loop_p99_ms,requests\n' + samples.map((s) => `${s.minute.toFixed(2)},${s.rssMiB.toFixed(1)},${s.loopP99Ms.toFixed(2)},${s.requests}`).join('\n') + '\n')
+  writeFileSync(join(out, 'soak.csv'), 'minute,rss_mib,heap_used_mib,loop_p99_ms,requests\n' + samples.map((s) => `${s.minute.toFixed(2)},${s.rssMiB.toFixed(1)},${s.heapMiB.toFixed(1)},${s.loopP99Ms.toFixed(2)},${s.requests}`).join('\n') + '\n')
   // Growth is judged after the first minutes (the caches and the event log fill): the last third against minutes 2 to 5 (of a long run).
   const [from, to] = [Math.min(2, minutes / 3), Math.min(5, (2 * minutes) / 3)]
   const settled = samples.filter((s) => s.minute >= from && s.minute <= to)
   const lastThird = samples.filter((s) => s.minute >= (2 * minutes) / 3)
   const median = (values: number[]): number => values.sort((a, b) => a - b)[values.length >> 1] ?? NaN
-  const early = median(settled.map((s) => s.rssMiB))
-  const late = median(lastThird.map((s) => s.rssMiB))
+  const growth = (value: (sample: Sample) => number): string => {
+    const early = median(settled.map(value))
+    const late = median(lastThird.map(value))
+    return `${early.toFixed(0)} MiB; ${late.toFixed(0)} MiB (${(((late - early) / early) * 100).toFixed(1)}%)`
+  }
   const lines = [
     `Soak: ${minutes} min on ${vms} VMs / ${hosts} hosts, ${watchers} watchers; samples every ${SAMPLE_MS / 1000} s in ${join(out, 'soak.csv')}, drawn in soak.svg`,
     '',
@@ -154,7 +157,8 @@ try {
     `| 5xx answers (or failed connections) | ${tally.serverErrors} |`,
     `| Keel | ${exited ?? 'ran to the end'} |`,
     `| other unexpected statuses | ${tally.unexpected.size === 0 ? 'none' : [...tally.unexpected].map(([what, count]) => `${what}: ${count}`).join(', ')} |`,
-    `| RSS, median of minutes ${from.toFixed(1)}–${to.toFixed(1)}; of the last third | ${early.toFixed(0)} MiB; ${late.toFixed(0)} MiB (${(((late - early) / early) * 100).toFixed(1)}%) |`,
+    `| RSS, median of minutes ${from.toFixed(1)}–${to.toFixed(1)}; of the last third | ${growth((s) => s.rssMiB)} |`,
+    `| V8 heap in use, the same | ${growth((s) => s.heapMiB)} |`,
     `| event-loop delay p99, median; worst 5 s | ${median(samples.map((s) => s.loopP99Ms)).toFixed(1)} ms; ${Math.max(...samples.map((s) => s.loopP99Ms)).toFixed(1)} ms |`,
   ]
   process.stdout.write(lines.join('\n') + '\n')
