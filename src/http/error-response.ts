@@ -6,15 +6,20 @@ export interface ErrorBody {
   error: string
   code: ErrorCode
   data?: Record<string, unknown>
+  info?: string
 }
+
+/** The reference's `info` on a XapiError's answer: the one 500 whose detail reaches the client, since it is the pool's, not Keel's. */
+export const XAPI_ERROR_INFO = 'This is a XenServer/XCP-ng error, not an XO error'
 
 /** Only KeelErrors reach clients verbatim; anything else is a 500 whose detail stays in the log. */
 export function toErrorResponse(error: unknown, requestId: string): { status: number; body: ErrorBody } {
   if (error instanceof KeelError) {
     const status: number = errorStatus[error.code]
-    if (status !== 500) {
+    if (status !== 500 || error.code === 'XAPI_ERROR') {
       const body: ErrorBody = { error: error.message, code: error.code }
       if (error.data !== undefined) body.data = error.data
+      if (error.code === 'XAPI_ERROR') body.info = XAPI_ERROR_INFO
       return { status, body }
     }
   }

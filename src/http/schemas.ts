@@ -6,6 +6,7 @@ export const ErrorBodySchema = Type.Object(
     error: Type.String({ description: 'Human-readable message' }),
     code: Type.String({ description: 'Stable machine-readable code, e.g. NO_SUCH_OBJECT' }),
     data: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Details; for 422, `errors` lists each failing field' })),
+    info: Type.Optional(Type.String({ description: 'Set on a pool\'s own refusal (`XAPI_ERROR`, 500), as the reference sets it on a XapiError' })),
   },
   { $id: 'Error' },
 )

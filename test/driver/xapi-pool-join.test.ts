@@ -69,7 +69,7 @@ t.test('add_host on a pool connected through a member\u2019s address: the joiner
   t.match((await server.json<Obj>(`/rest/v0/hosts/${host}`)).body, { $pool: target.poolId })
 })
 
-t.test('add_host: a XAPI refusal of pool.join ends the task as XAPI_ERROR with its code, as other operations answer it; nothing changed, the joiner still connected', async (t) => {
+t.test('add_host: a XAPI refusal of pool.join ends the task as XAPI_ERROR with its code, answered with sync=true as the reference answers a XapiError; nothing changed, the joiner still connected', async (t) => {
   const { joiner, server, target, source, host } = await twoPools(t)
   // Another product: `force` passes Keel's version check (as the lab's), XAPI refuses it all the same (HOSTS_NOT_COMPATIBLE).
   const lab = joiner.simulator.services.driver
@@ -83,6 +83,9 @@ t.test('add_host: a XAPI refusal of pool.join ends the task as XAPI_ERROR with i
   t.equal(started.status, 202)
   const task = await server.json<Obj>(`/rest/v0/tasks/${started.body.taskId}?wait=true`)
   t.match(task.body, { status: 'failure', result: { code: 'XAPI_ERROR', data: { code: 'HOSTS_NOT_COMPATIBLE', params: [] } } })
+  const sync = await server.json<Obj>(`/rest/v0/pools/${target.poolId}/actions/add_host?sync=true`, jsonBody({ host, force: true }))
+  t.equal(sync.status, 500, 'with sync=true: the reference\u2019s 500 for a XapiError')
+  t.same(sync.body, { error: 'HOSTS_NOT_COMPATIBLE', code: 'XAPI_ERROR', data: { code: 'HOSTS_NOT_COMPATIBLE', params: [] }, info: 'This is a XenServer/XCP-ng error, not an XO error' })
   t.same((await server.json<Obj[]>('/rest/v0/hosts?fields=id,$pool')).body, before, 'nothing changed')
   t.equal((await server.json<Obj>(`/rest/v0/servers/${source.id}`)).body['status'], 'connected')
   t.equal((await server.request(`/rest/v0/hosts/${host}`, jsonBody({ name_label: 'renamed after' }, 'PATCH'))).status, 204, 'the joiner\u2019s pool is served as before')

@@ -53,7 +53,7 @@ export function keelErrorOf(error: unknown, subject: ErrorSubject = {}): unknown
   if (!(error instanceof XapiError)) return error
   const translate = Object.hasOwn(translations, error.code) ? translations[error.code] : undefined
   if (translate !== undefined) return translate(error.params, subject)
-  return new KeelError('XAPI_ERROR', `This is a XenServer/XCP-ng error: ${error.message}`, { code: error.code, params: [...error.params] }, { cause: error })
+  return new KeelError('XAPI_ERROR', error.message, { code: error.code, params: [...error.params] }, { cause: error })
 }
 
 /** Runs a XAPI exchange, its failure answered as Keel's. */
