@@ -266,8 +266,9 @@ export class Transfers {
     const resetAfter = this.#faults.takeExportReset()
     const bytes = resetAfter === undefined ? stream.bytes : cut(stream.bytes, resetAfter, response)
     const stallAfter = this.#faults.exportStall
-    // Written chunk by chunk, each block given back to the pool once the socket has it: through a pipe they were
-    // dropped, and a fresh 2 MiB buffer per block drove V8 into a full collection of the whole pool's heap every few dozen.
+    // Each block goes back to the pool once the socket has it. Piped, they were dropped: a fresh 2 MiB buffer per block
+    // counts as external memory, and at 10,000 VMs (a 470 MB heap) V8 marked the whole heap every 50 blocks or so, 1.1 to
+    // 1.7 s of CPU per 512 MiB export against 0.1 to 0.2 s now (bench/RESULTS.md).
     await sendLent(response, stallAfter === undefined ? bytes : stall(bytes, stallAfter, () => this.#faults.takeExportStall(), response))
     return ''
   }
