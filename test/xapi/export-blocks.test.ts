@@ -1,13 +1,11 @@
 import t from 'tap'
-import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { blockPool } from '../../src/formats/block-pool.js'
 import { BLOCK_SIZE } from '../../src/formats/blocks.js'
-import { VPC_OPTS } from '../helpers/disks.js'
+import { run, VPC_OPTS } from '../helpers/disks.js'
 import { startSimulator, taskOutcome } from '../helpers/xapi-simulator.js'
 
 const BLOCKS = 12
@@ -51,7 +49,7 @@ t.test('/export_raw_vdi gives each block it read back to the pool once the socke
       continue
     }
     writeFileSync(join(dir, 'disk.vhd'), body)
-    await promisify(execFile)('qemu-img', ['convert', '--image-opts', VPC_OPTS(join(dir, 'disk.vhd')), '-O', 'raw', join(dir, 'disk.raw')])
+    t.equal(run('qemu-img', ['convert', '--image-opts', VPC_OPTS(join(dir, 'disk.vhd')), '-O', 'raw', join(dir, 'disk.raw')]).status, 0)
     t.ok(readFileSync(join(dir, 'disk.raw')).equals(bytes), 'qemu-img reads the VHD export back as the same bytes')
   }
 })
