@@ -3,10 +3,10 @@ import { giveBack } from '../formats/lending.js'
 import { drained } from '../http/reply.js'
 
 /**
- * Writes lent chunks (a worker's output slots) and gives each back once the
- * socket has it, waiting for drain. The wait also ends on 'close': a response
- * destroyed while waiting (task.cancel) never drains, and the transfer would
- * hang with its task left cancelling.
+ * Writes lent chunks (a worker's output slots, the block pool's blocks) and
+ * gives each back once the socket has it, waiting for drain. The wait also
+ * ends on 'close': a response destroyed while waiting (task.cancel) never
+ * drains, and the transfer would hang with its task left cancelling.
  */
 export async function sendLent(response: ServerResponse, bytes: AsyncIterable<Buffer>): Promise<void> {
   for await (const chunk of bytes) {
