@@ -194,6 +194,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const poolMembers = new PoolMembersIndex(driver)
 
   const cache = new JsonCache(JSON_CACHE_BYTES)
+  const stopSuperseding = cache.follow(bus)
   const versions = new Versions(bus)
   const listings = new ListingCache(LISTING_CACHE_BYTES, LISTING_CACHE_ENTRY_BYTES)
   const heavyReads = new HeavyReads(options.config.http.maxHeavyListings, options.config.http.maxQueuedHeavyListings)
@@ -425,6 +426,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       acl.close()
       metrics.close()
       versions.close()
+      stopSuperseding()
       await servers.close()
       unsubscribeDriver()
       poolMembers.close()

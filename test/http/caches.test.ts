@@ -3,6 +3,7 @@ import { JsonCache } from '../../src/http/json-cache.js'
 import { ListingCache } from '../../src/api/listing-cache.js'
 import { EventBus } from '../../src/events/bus.js'
 import { Versions } from '../../src/events/versions.js'
+import type { XoRecord } from '../../src/driver/types.js'
 
 t.test('JsonCache serializes a record once per variant, and again when the record object changes', async (t) => {
   const cache = new JsonCache(1024 * 1024)
@@ -78,6 +79,63 @@ t.test('JsonCache drops every variant of an evicted record, and keeps nothing of
   calls = 0
   small.variant('one', produce)(huge)
   t.equal(calls, 1, 'made again: it was not kept')
+})
+
+t.test('JsonCache drops a superseded record at once, and keeps no text made for it afterwards', async (t) => {
+  const cache = new JsonCache(1024 * 1024)
+  let calls = 0
+  const produce = (record: { id: string }): string => {
+    calls++
+    return JSON.stringify(record)
+  }
+  const old = Object.freeze({ id: 'a' })
+  cache.bytes(old, 'record', produce)
+  cache.bytes(old, 'href', produce)
+  const current = Object.freeze({ id: 'b' })
+  cache.bytes(current, 'record', produce)
+  const kept = cache.size
+  cache.supersede(old)
+  t.ok(cache.size < kept && cache.size > 0, 'only the current record is held')
+  const held = cache.size
+  calls = 0
+  t.equal(cache.bytes(old, 'record', produce).toString(), '{"id":"a"}', 'still answered')
+  t.equal(cache.variant('href', produce)(old).toString(), '{"id":"a"}')
+  t.equal(cache.bytes(old, 'record', produce).toString(), '{"id":"a"}')
+  t.equal(calls, 3, 'made each time')
+  t.equal(cache.size, held, 'and never kept')
+  cache.bytes(current, 'record', produce)
+  t.equal(calls, 3, 'the current record is still cached')
+})
+
+t.test('JsonCache following the bus holds one version of a record however often it changes, none once removed (issue 30)', async (t) => {
+  const bus = new EventBus()
+  const cache = new JsonCache(64 * 1024 * 1024)
+  const stop = cache.follow(bus)
+  const text = (record: object): string => JSON.stringify(record)
+  const other = Object.freeze({ id: 'other', type: 'VM', name_label: 'stays' })
+  cache.bytes(other, 'record', text)
+  let record: XoRecord = Object.freeze({ id: 'vm', type: 'VM', name_label: 'soak-0' })
+  cache.bytes(record, 'record', text)
+  for (let i = 1; i <= 1000; i++) {
+    const previous = record
+    record = Object.freeze({ id: 'vm', type: 'VM', name_label: `soak-${i}` })
+    bus.publish({ kind: 'update', object: record, previous })
+    // A delivery made after the change, as the event streams make theirs, asks for both versions.
+    cache.bytes(previous, 'record', text)
+    cache.bytes(record, 'record', text)
+    cache.bytes(record, 'fields', () => '{"name_label":"x"}')
+  }
+  const fresh = new JsonCache(64 * 1024 * 1024)
+  fresh.bytes(other, 'record', text)
+  fresh.bytes(record, 'record', text)
+  fresh.bytes(record, 'fields', () => '{"name_label":"x"}')
+  t.equal(cache.size, fresh.size, 'what a cache of the two records as they are now holds: nothing of the 1,000 versions before')
+  bus.publish({ kind: 'remove', object: record, previous: record })
+  t.equal(cache.size, Buffer.byteLength(text(other)) + 'record'.length + 64, 'removed: only the other record left')
+  stop()
+  const after = Object.freeze({ id: 'other', type: 'VM', name_label: 'changed' })
+  bus.publish({ kind: 'update', object: after, previous: other })
+  t.equal(cache.size, Buffer.byteLength(text(other)) + 'record'.length + 64, 'no longer following: the replaced record waits for eviction')
 })
 
 t.test('ListingCache answers only for the version it was built at, and skips bodies over the entry bound', async (t) => {
