@@ -3,7 +3,8 @@ import { once } from 'node:events'
 import { createServer, request, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
-import { COLLECT_EVERY, uploadBody } from '../../src/http/upload-body.js'
+import { uploadBody } from '../../src/http/upload-body.js'
+import { COLLECT_EVERY } from '../../src/http/young-collection.js'
 
 const MiB = 1024 * 1024
 
