@@ -3,8 +3,8 @@ import { zeros, type DiskBlock } from '../../formats/blocks.js'
 import { giveBack } from '../../formats/lending.js'
 import { invalidDiskStream } from '../../formats/stream-error.js'
 import { openVhdStream, type VhdStreamReader } from '../../formats/vhd/stream-decoder.js'
+import { collectedAsRead } from '../../http/young-collection.js'
 import type { DiskRead, XoRecord } from '../types.js'
-import { bodyChunks } from './body-chunks.js'
 import { keelErrorOf, translated } from './errors.js'
 import { Transfer } from './transfer.js'
 import type { XapiPool } from './types.js'
@@ -43,7 +43,7 @@ export async function openXapiRead(target: XapiReadTarget, end: TaskEnder): Prom
   let reader: VhdStreamReader
   let allocated: number[]
   try {
-    reader = await openVhdStream(bodyChunks(await transfer.get('/export_raw_vdi', { vdi: ref, format: 'vhd' })))
+    reader = await openVhdStream(collectedAsRead<Buffer>(await transfer.get('/export_raw_vdi', { vdi: ref, format: 'vhd' })))
     allocated = await reader.allocation()
   } catch (error) {
     const broken = keelErrorOf(await transfer.explain(error), { object: vdi })
