@@ -350,25 +350,3 @@ t.test('openRead: the allocation first, then the blocks from the same stream; a 
   await t.rejects(drain(never), { message: 'the read is closed' })
   t.equal(calls.filter((call) => call === 'GET /export_raw_vdi').length, 3, 'one transfer per read')
 })
-
-t.test('a read’s body is collected as it is read: one young-generation collection per COLLECT_EVERY bytes of VHD', async (t) => {
-  const env = await setup(t)
-  const written = blocks([
-    [0, 1],
-    [1, 2],
-    [2, 3],
-    [3, 4],
-    [4, 5],
-  ])
-  const vdi = await env.vdi(written)
-  const calls: unknown[] = []
-  const saved = globalThis.gc
-  globalThis.gc = ((options: unknown) => void calls.push(options)) as NodeJS.GCFunction
-  t.teardown(() => (globalThis.gc = saved))
-  const read = await env.disks.openRead(vdi)
-  const got = await drain(read.blocks(read.allocated))
-  t.ok(got.every((block) => block.data.equals(written.get(block.index) as Buffer)), 'the blocks, unchanged')
-  // Five blocks of 2 MiB and their bitmaps, plus the head: 10 MiB and a little, collected every 4 MiB read.
-  t.same(calls, [{ type: 'minor' }, { type: 'minor' }])
-  t.same(await env.tasksLeft(), [])
-})

@@ -3,8 +3,7 @@ import { once } from 'node:events'
 import { createServer, request, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
-import { uploadBody } from '../../src/http/upload-body.js'
-import { COLLECT_EVERY } from '../../src/http/young-collection.js'
+import { COLLECT_EVERY, uploadBody } from '../../src/http/upload-body.js'
 
 const MiB = 1024 * 1024
 

@@ -3,7 +3,6 @@ import { zeros, type DiskBlock } from '../../formats/blocks.js'
 import { giveBack } from '../../formats/lending.js'
 import { invalidDiskStream } from '../../formats/stream-error.js'
 import { openVhdStream, type VhdStreamReader } from '../../formats/vhd/stream-decoder.js'
-import { collectedAsRead } from '../../http/young-collection.js'
 import type { DiskRead, XoRecord } from '../types.js'
 import { keelErrorOf, translated } from './errors.js'
 import { Transfer } from './transfer.js'
@@ -43,7 +42,7 @@ export async function openXapiRead(target: XapiReadTarget, end: TaskEnder): Prom
   let reader: VhdStreamReader
   let allocated: number[]
   try {
-    reader = await openVhdStream(collectedAsRead<Buffer>(await transfer.get('/export_raw_vdi', { vdi: ref, format: 'vhd' })))
+    reader = await openVhdStream(await transfer.get('/export_raw_vdi', { vdi: ref, format: 'vhd' }))
     allocated = await reader.allocation()
   } catch (error) {
     const broken = keelErrorOf(await transfer.explain(error), { object: vdi })
