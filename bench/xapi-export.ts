@@ -16,10 +16,19 @@ const MiB = 1024 * 1024
 const vdiMib = Number(process.env['BENCH_XAPI_EXPORT_MIB'] ?? 512)
 const rounds = Number(process.env['BENCH_XAPI_EXPORT_ROUNDS'] ?? 4)
 
-function cpuSeconds(child: ChildProcess): number {
-  const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-  return (Number(fields[11]) + Number(fields[12])) / 100
+interface Cpu {
+  readonly user: number
+  readonly system: number
 }
+
+/** A process's CPU seconds so far, in user space and in the kernel (its socket copies are the kernel's). */
+function cpuOf(child: ChildProcess | undefined): Cpu {
+  if (child === undefined) return { user: 0, system: 0 }
+  const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }
+}
+
+const spent = (before: Cpu, after: Cpu): Cpu => ({ user: after.user - before.user, system: after.system - before.system })
 
 /** A node script of `root`'s build; resolves with its child and first line of output. */
 function script(root: string, name: string, args: readonly string[], flags: readonly string[] = []): Promise<{ child: ChildProcess; line: string }> {
@@ -83,26 +92,28 @@ try {
 
   const direct = `${simulatorUrl}/export_raw_vdi?session_id=${session}&vdi=${vdiRef}&format=raw`
   const sides = [
-    ...keels.map((keel) => ({ name: `through Keel (${keel.name})`, url: `${keel.url}/rest/v0/vdis/${vdiUuid}.raw`, headers: auth, keel: keel.child })),
-    { name: 'the simulator, raw', url: direct, headers: {}, keel: undefined },
-    { name: 'the simulator, VHD', url: direct.replace('format=raw', 'format=vhd'), headers: {}, keel: undefined },
+    ...keels.map((keel) => ({ name: `through Keel (${keel.name})`, url: `${keel.url}/rest/v0/vdis/${vdiUuid}.raw`, headers: auth, keel: keel.child, bytes: size })),
+    { name: 'the simulator, raw', url: direct, headers: {}, keel: undefined, bytes: size },
+    { name: 'the simulator, VHD', url: direct.replace('format=raw', 'format=vhd'), headers: {}, keel: undefined, bytes: undefined },
   ]
-  const results = new Map<string, Array<{ seconds: number; keel: number; simulator: number }>>()
+  type Run = { readonly seconds: number; readonly keel: Cpu; readonly simulator: Cpu }
+  const results = new Map<string, Run[]>()
   for (let round = 0; round < rounds; round++) {
     for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
-      const before = [side.keel === undefined ? 0 : cpuSeconds(side.keel), cpuSeconds(simulator.child)]
+      const before = { keel: cpuOf(side.keel), simulator: cpuOf(simulator.child) }
       const transfer = await download(side.url, side.headers)
-      expectTransfer(side.name, transfer, 200)
-      const result = { seconds: transfer.seconds, keel: side.keel === undefined ? 0 : cpuSeconds(side.keel) - (before[0] ?? NaN), simulator: cpuSeconds(simulator.child) - (before[1] ?? NaN) }
+      expectTransfer(side.name, transfer, 200, side.bytes)
+      const result = { seconds: transfer.seconds, keel: spent(before.keel, cpuOf(side.keel)), simulator: spent(before.simulator, cpuOf(simulator.child)) }
       results.set(side.name, [...(results.get(side.name) ?? []), result])
     }
   }
   const [load1] = loadavg()
-  const lines = [`${vdiMib} MiB VDI (half data), ${rounds} alternating rounds, load average ${load1?.toFixed(1)} at the end; per export: wall s / Keel CPU s / simulator CPU s`, '']
+  const lines = [`${vdiMib} MiB VDI (half data), ${rounds} alternating rounds, load average ${load1?.toFixed(1)} at the end; per export: wall s, then CPU s as user + system`, '']
   lines.push('| export | wall time, each round | Keel CPU | simulator CPU |', '|---|---|---|---|')
+  const cpu = (used: Cpu): string => `${used.user.toFixed(2)}+${used.system.toFixed(2)}`
   for (const [name, runs] of results) {
-    const list = (pick: (run: { seconds: number; keel: number; simulator: number }) => number): string => runs.map((run) => pick(run).toFixed(2)).join(', ')
-    lines.push(`| ${name} | ${list((run) => run.seconds)} | ${list((run) => run.keel)} | ${list((run) => run.simulator)} |`)
+    const list = (pick: (run: Run) => string): string => runs.map(pick).join(', ')
+    lines.push(`| ${name} | ${list((run) => run.seconds.toFixed(2))} | ${list((run) => cpu(run.keel))} | ${list((run) => cpu(run.simulator))} |`)
   }
   process.stdout.write(lines.join('\n') + '\n')
 } finally {
