@@ -49,8 +49,14 @@ type Post = (message: ToWorker, transfer?: ArrayBuffer[]) => void
  * 135–153 MiB (over once in six), for ratios to `zstd -1` of 0.76–1.01 and
  * 0.74–0.90. Read by curl since, 4 slots measure 1.03–1.07 at 130–145 MiB.
  */
-export const XVA_INPUT_SLOTS = 4
+const XVA_INPUT_SLOTS = 4
 export const XVA_OUTPUT_SLOTS = 4
+/**
+ * Input slots of an export whose chunks leave in place (XvaOptions.inPlace):
+ * its input slots then also hold what waits to be written, which output
+ * slots held before.
+ */
+export const XVA_IN_PLACE_INPUT_SLOTS = 8
 
 /** The shared memory of one XVA export, used again by the next one (see XvaStream). */
 interface XvaMemory {
@@ -391,7 +397,9 @@ export class WorkerPool {
    */
   async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, { now = new Date(), md5, inPlace = false }: XvaOptions = {}): AsyncGenerator<Buffer> {
     const { id, post, release, slot } = this.#place()
-    const memory = this.#idleXvaMemory.pop() ?? { input: new SharedArrayBuffer(XVA_INPUT_SLOTS * INPUT_SLOT_SIZE), output: new SharedArrayBuffer(XVA_OUTPUT_SLOTS * OUTPUT_SLOT_SIZE) }
+    const inputBytes = (inPlace ? XVA_IN_PLACE_INPUT_SLOTS : XVA_INPUT_SLOTS) * INPUT_SLOT_SIZE
+    const idle = this.#idleXvaMemory.findIndex((candidate) => candidate.input.byteLength === inputBytes)
+    const memory = idle >= 0 ? (this.#idleXvaMemory.splice(idle, 1)[0] as XvaMemory) : { input: new SharedArrayBuffer(inputBytes), output: new SharedArrayBuffer(XVA_OUTPUT_SLOTS * OUTPUT_SLOT_SIZE) }
     const recycle = (done: XvaMemory): void => {
       if (this.#idleXvaMemory.length < IDLE_XVA_MEMORY) this.#idleXvaMemory.push(done)
     }

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { WorkerPool, XVA_INPUT_SLOTS, XVA_OUTPUT_SLOTS } from '../../workers/pool.js'
+import { WorkerPool, XVA_IN_PLACE_INPUT_SLOTS, XVA_OUTPUT_SLOTS } from '../../workers/pool.js'
 import { BLOCK_SIZE, type DiskBlock, type DiskContent, type DiskSource } from '../../src/formats/blocks.js'
 import { decompressor } from '../../src/formats/compression.js'
 import { giveBack } from '../../src/formats/lending.js'
@@ -98,7 +98,12 @@ async function settlesWithinProbes(t: Test, next: Promise<unknown>): Promise<boo
 }
 
 t.test('chunks held stop the export within its shared memory, and are not overwritten while held', async (t) => {
-  const chunks = pool.encodeXva(desc, sources(), 'none', { now, inPlace: true })[Symbol.asyncIterator]()
+  // More archive than an in-place export's slots hold.
+  const large = disk(24, Array.from({ length: 24 }, (_, index) => index))
+  const largeDescription = description([large.size])
+  const plain = await collect(encodeXva(largeDescription, [{ size: large.size, allocated: large.allocated, blocks: blocksOf(large) }], { now }))
+  const largeSources: DiskSource[] = [{ size: large.size, allocated: large.allocated, read: (buffer) => blocksOf(large, buffer) }]
+  const chunks = pool.encodeXva(largeDescription, largeSources, 'none', { now, inPlace: true })[Symbol.asyncIterator]()
   const held: Buffer[] = []
   let next = chunks.next()
   // Hold every chunk while they come: the export then waits for memory that only given-back chunks free.
@@ -110,7 +115,7 @@ t.test('chunks held stop the export within its shared memory, and are not overwr
   }
   const heldBytes = held.reduce((sum, chunk) => sum + chunk.length, 0)
   t.ok(heldBytes < plain.length, `stopped before the end (${heldBytes} of ${plain.length} bytes held)`)
-  t.ok(heldBytes <= XVA_INPUT_SLOTS * BLOCK_SIZE + XVA_OUTPUT_SLOTS * MiB, 'no more held than its input and output slots')
+  t.ok(heldBytes <= XVA_IN_PLACE_INPUT_SLOTS * BLOCK_SIZE + XVA_OUTPUT_SLOTS * MiB, 'no more held than its input and output slots')
   t.ok(Buffer.concat(held).equals(plain.subarray(0, heldBytes)), 'the chunks held are the start of the archive, unchanged')
   for (const chunk of held) giveBack(chunk)
   const following = await next
