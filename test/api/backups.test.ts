@@ -218,6 +218,18 @@ t.test('backups over REST', async (t) => {
       const [archive] = await archivesOf(server, repository, vm)
       if (archive === undefined) throw new Error(`no archive of ${vm}`)
       t.ok((await restore(server, archive.id, demo.defaultSr)).equals(contents[i] as Buffer), `VM ${i + 1} restores exactly`)
+      // The plain archive is written from the blocks as read (in place): the outside tools agree with it.
+      const vmFolder = join(folder.path, 'xo-vm-backups', vm)
+      const xva = join(vmFolder, filesUnder(vmFolder).find((name) => name.endsWith('.xva')) as string)
+      t.equal(readFileSync(`${xva}.checksum`, 'utf8'), `$1$$${run('md5sum', [xva]).stdout.toString().split(' ')[0]}`, `VM ${i + 1}: md5sum agrees with the .checksum`)
+      const members = run('tar', ['tf', xva]).stdout.toString().trim().split('\n')
+      t.equal(members[0], 'ova.xml', `VM ${i + 1}: tar lists ova.xml first`)
+      const written = members.filter((member) => /\/\d{8}$/.test(member))
+      for (const member of written) {
+        const theirs = run('xxhsum', ['-H64', '-'], run('tar', ['xOf', xva, member]).stdout).stdout.toString().split(/\s/)[0]?.toUpperCase()
+        if (run('tar', ['xOf', xva, `${member}.xxhash`]).stdout.toString() !== theirs) t.fail(`VM ${i + 1}: xxhsum disagrees on ${member}`)
+      }
+      t.ok(written.length > 0, `VM ${i + 1}: xxhsum agrees on its ${written.length} chunks`)
     }
   })
 
