@@ -4,7 +4,9 @@
 // what it writes) of the repository's own bytes in the same run; the delta run is compared with the
 // delta job's first run by time and size. The API's latency (one VM read after the other) is measured
 // idle and during the full job: the job's per-byte work (XVA framing, chunk checksums, the archive's
-// MD5) runs in the worker pool, so the event loop keeps answering.
+// MD5) runs in the worker pool, so the event loop keeps answering. The full job's row is followed by
+// the service's CPU during it (all its threads, the reads measured beside it included) per GiB
+// stored, against the copy's: on a loaded machine the CPU time says more than the wall time.
 // Keel and cp run unpinned: the issue's point is that the per-byte work leaves the event loop for the
 // worker threads, which pinning the whole service to one core (as the other benchmarks do) would
 // deny them, while cp is one thread either way. Where taskset works, the full job runs once more at
@@ -22,7 +24,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { BLOCK_SIZE, blockCount } from '../src/formats/blocks.js'
 import { encodeVhdStream, planVhdStream } from '../src/formats/vhd/stream-encoder.js'
-import { Api, createVm, expectTransfer, secondsSince, startServer, stop, upload, writeRawFile, type Created } from './keel-client.js'
+import { Api, cpuTimes, createVm, expectTransfer, secondsSince, startServer, stop, upload, writeRawFile, type Created } from './keel-client.js'
 
 export interface BackupsBenchOptions {
   readonly vms: number
@@ -53,15 +55,32 @@ async function timed(work: () => Promise<unknown>): Promise<number> {
   return secondsSince(started)
 }
 
-/** The plain copy the backup is compared with: the same files, each synced to disk. */
-function copySeconds(from: string, to: string, pin: boolean): Promise<number> {
-  const script = 'cp -r --sparse=never "$0" "$1" && find "$1" -type f -exec sync {} +'
+interface Cpu {
+  readonly user: number
+  readonly system: number
+}
+
+/**
+ * The plain copy the backup is compared with: the same files, each synced to disk. Resolves with
+ * its time and the CPU of the copy and the syncs (the shell's `times`: its children's user and
+ * system seconds).
+ */
+function copy(from: string, to: string, pin: boolean): Promise<{ seconds: number; cpu: Cpu }> {
+  const script = 'cp -r --sparse=never "$0" "$1" && find "$1" -type f -exec sync {} + && times'
   const command = pin ? ['taskset', '-c', '0', 'sh', '-c', script, from, to] : ['sh', '-c', script, from, to]
   const started = process.hrtime.bigint()
   return new Promise((resolve, reject) => {
-    const child = spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] })
+    const child = spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
+    let output = ''
+    child.stdout.setEncoding('utf8').on('data', (text: string) => (output += text))
     child.once('error', reject)
-    child.once('exit', (code) => (code === 0 ? resolve(secondsSince(started)) : reject(new Error(`copy exited with ${code}`))))
+    child.once('exit', (code) => {
+      const seconds = secondsSince(started)
+      // The second line of `times`: the children's user and system time, as `0m0.340000s 0m1.020000s`.
+      const children = /^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/m.exec(output.split('\n')[1] ?? '')
+      if (code !== 0 || children === null) reject(new Error(`copy exited with ${code}: ${output}`))
+      else resolve({ seconds, cpu: { user: Number(children[1]) * 60 + Number(children[2]), system: Number(children[3]) * 60 + Number(children[4]) } })
+    })
   })
 }
 
@@ -138,20 +157,29 @@ export async function backupsBench(options: BackupsBenchOptions): Promise<string
           }
         })
       const rows: Row[] = []
-      const againstCopy = async (name: string, seconds: number, pin: boolean): Promise<void> => {
+      /** The job's row against `cp` of the repository; with `cpu`, the service's CPU during the job per GiB, against the copy's. */
+      const againstCopy = async (name: string, seconds: number, pin: boolean, cpu?: Cpu): Promise<void> => {
         const bytes = bytesUnder(repositoryDir)
-        const copied = await copySeconds(repositoryDir, join(work, 'copy'), pin)
+        const copied = await copy(repositoryDir, join(work, 'copy'), pin)
         rmSync(join(work, 'copy'), { recursive: true })
-        rows.push({ name, keel: `${rate(bytes, seconds)} (${mib(bytes)} in ${seconds.toFixed(1)} s)`, baseline: `cp: ${rate(bytes, copied)}`, ratio: bytes / seconds / (bytes / copied) })
+        rows.push({ name, keel: `${rate(bytes, seconds)} (${mib(bytes)} in ${seconds.toFixed(1)} s)`, baseline: `cp: ${rate(bytes, copied.seconds)}`, ratio: copied.seconds / seconds })
+        if (cpu === undefined) return
+        const gib = bytes / (1024 * MiB)
+        const perGib = ({ user, system }: Cpu): string => `${(user / gib).toFixed(2)} / ${(system / gib).toFixed(2)} s`
+        rows.push({ name: `${name}: CPU per GiB, user / system`, keel: perGib(cpu), baseline: `cp: ${perGib(copied.cpu)}`, ratio: (cpu.user + cpu.system) / (copied.cpu.user + copied.cpu.system) })
       }
 
       const full = await job('full')
       const probe = `${server.url}/rest/v0/vms/${vms[0]?.vm ?? ''}`
       const fullJob = async (setup: string, pin: boolean): Promise<void> => {
         const idle = p99(await latencies(probe, api.headers, { count: 500 }))
+        const before = cpuTimes(server.child)
         const fullRun = run(full.id)
         const during = latencies(probe, api.headers, { done: fullRun.catch(() => undefined) })
-        await againstCopy(`full job, ${options.vms} VMs (plain XVA)${setup}`, await fullRun, pin)
+        const seconds = await fullRun
+        const after = cpuTimes(server.child)
+        // The service's CPU includes answering the reads measured beside the job.
+        await againstCopy(`full job, ${options.vms} VMs (plain XVA)${setup}`, seconds, pin, { user: after.user - before.user, system: after.system - before.system })
         const busy = await during
         rows.push({ name: `API p99 during the full job (${busy.length} reads)${setup}`, keel: `${p99(busy).toFixed(1)} ms`, baseline: `idle: ${idle.toFixed(1)} ms`, ratio: p99(busy) / idle })
         rmSync(join(repositoryDir, 'xo-vm-backups'), { recursive: true })

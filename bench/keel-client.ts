@@ -2,7 +2,7 @@
 // count bytes without holding them, Keel's REST API as the benchmarks call it, and disk content.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomFillSync } from 'node:crypto'
-import { closeSync, createReadStream, ftruncateSync, openSync, writeSync } from 'node:fs'
+import { closeSync, createReadStream, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { request, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -67,6 +67,12 @@ export async function stop(child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once('exit', resolve))
   process.kill(child.pid, 'SIGTERM')
   await exited
+}
+
+/** User and system CPU seconds a child has used so far, all its threads (/proc/PID/stat, in clock ticks of 1/100 s). */
+export function cpuTimes(child: ChildProcess): { user: number; system: number } {
+  const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ export interface XvaOpen {
   readonly output: SharedArrayBuffer
   /** whether to send the archive's MD5 at its end (a backup's `.xva.checksum`), taken here rather than on the main thread */
   readonly md5: boolean
+  /** whether a plain archive's chunks leave as ranges of the input slots (XvaOptions.inPlace) */
+  readonly inPlace: boolean
 }
 
 /** The protocol between workers/pool.ts (main thread) and workers/pipeline-worker.ts. */
@@ -47,8 +49,13 @@ export type FromWorker =
   | { readonly type: 'error'; readonly id: number; readonly error: SerializedError }
   /** the worker is done with input slot `slot` */
   | { readonly type: 'xva-input-free'; readonly id: number; readonly slot: number }
-  /** the archive's next `length` bytes are in output slot `slot` */
-  | { readonly type: 'xva-output'; readonly id: number; readonly slot: number; readonly length: number }
+  /**
+   * the archive's next `length` bytes are at `offset` in output slot `slot`;
+   * `last`: the worker writes no more into that slot until it is freed
+   */
+  | { readonly type: 'xva-output'; readonly id: number; readonly slot: number; readonly offset: number; readonly length: number; readonly last: boolean }
+  /** the archive's next `length` bytes are at `offset` in input slot `slot`: a chunk of a block, sent from where it was read */
+  | { readonly type: 'xva-input-range'; readonly id: number; readonly slot: number; readonly offset: number; readonly length: number }
   /** the MD5 of the whole archive, as sent, just before its end */
   | { readonly type: 'xva-md5'; readonly id: number; readonly hex: string }
 

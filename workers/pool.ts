@@ -7,7 +7,7 @@ import { giveBack, lend } from '../src/formats/lending.js'
 import type { XvaDescription } from '../src/formats/xva/description.js'
 import type { XvaOptions } from '../src/disks/xva.js'
 import { forTransfer, type FromWorker, type SerializedError, type ToWorker } from './messages.js'
-import { INPUT_SLOT_SIZE, OUTPUT_SLOT_SIZE, slotView, Slots } from './slots.js'
+import { INPUT_SLOT_SIZE, OUTPUT_SLOT_SIZE, Slots } from './slots.js'
 
 export interface WorkerPoolOptions {
   /** worker threads at most (default 2: the machines we run on have 2 cores) */
@@ -51,6 +51,14 @@ type Post = (message: ToWorker, transfer?: ArrayBuffer[]) => void
  */
 const XVA_INPUT_SLOTS = 4
 export const XVA_OUTPUT_SLOTS = 4
+/**
+ * Input slots of an export whose chunks leave in place (XvaOptions.inPlace):
+ * they also hold what waits to be written, which the output slots held
+ * before, so that the reader stays two blocks ahead while the file writer
+ * holds its 1 MiB write and the next (16 MiB, against 12 for the two kinds of
+ * slots; not measured on a quiet machine yet, bench/RESULTS.md).
+ */
+export const XVA_IN_PLACE_INPUT_SLOTS = 8
 
 /** The shared memory of one XVA export, used again by the next one (see XvaStream). */
 interface XvaMemory {
@@ -149,8 +157,13 @@ class PipelineStream extends Duplex {
 
 /**
  * The main-thread end of one XVA encoding (workers/xva-job.ts): blocks are
- * copied into shared input slots for the worker, and the archive comes back
- * in shared output slots, each yielded as a view lent until given back.
+ * read or copied into shared input slots for the worker, and the archive
+ * comes back as ranges of shared memory, each yielded as a view lent until
+ * given back: ranges of the output slots, and for a plain archive each chunk
+ * as the range of the input slot it was read into. An input slot is read
+ * again once the worker is done with it and every range of it is given back;
+ * an output slot is filled again once the worker gave it up and every range
+ * of it is given back.
  */
 class XvaStream implements Job {
   readonly memory: XvaMemory
@@ -159,16 +172,22 @@ class XvaStream implements Job {
   readonly #post: Post
   readonly #release: () => void
   readonly #recycle: (memory: XvaMemory) => void
+  /** per input slot: the worker's hold on it (fed until freed) plus its ranges lent */
+  readonly #inputHolds: number[]
+  /** per output slot: its ranges lent */
+  readonly #outputLent: number[]
+  /** per output slot: the worker posted its last range */
+  readonly #outputGivenUp: boolean[]
   #wake: (() => void) | undefined
   #ended = false
   #failure: Error | undefined
   #settled = false
-  /** output views yielded and not given back yet */
+  /** views yielded and not given back yet */
   #lent = 0
 
   /**
    * `recycle` gets the memory back once no thread can touch it any more: the
-   * worker ended the archive and every output view was given back. Memory
+   * worker ended the archive and every view was given back. Memory
    * that is not recycled (a stream stopped early) is left to the collector, so
    * a worker still finishing a write can never reach the next export's bytes.
    * Allocating it per export was measured to pile up dead buffers in RSS:
@@ -184,6 +203,9 @@ class XvaStream implements Job {
   ) {
     this.memory = memory
     this.input = new Slots(memory.input, INPUT_SLOT_SIZE)
+    this.#inputHolds = new Array<number>(memory.input.byteLength / INPUT_SLOT_SIZE).fill(0)
+    this.#outputLent = new Array<number>(memory.output.byteLength / OUTPUT_SLOT_SIZE).fill(0)
+    this.#outputGivenUp = new Array<boolean>(memory.output.byteLength / OUTPUT_SLOT_SIZE).fill(false)
     this.#post = post
     this.#release = release
     this.#recycle = recycle
@@ -192,12 +214,19 @@ class XvaStream implements Job {
   receive(message: FromWorker): void {
     switch (message.type) {
       case 'xva-input-free':
-        this.input.free(message.slot)
+        this.#dropInput(message.slot)
         return
       case 'xva-output': {
-        const { slot } = message
-        this.#lent++
-        this.#ready.push(lend(slotView(this.memory.output, OUTPUT_SLOT_SIZE, slot, message.length), () => this.#outputSent(slot)))
+        const { slot, offset, length, last } = message
+        this.#outputLent[slot] = (this.#outputLent[slot] ?? 0) + 1
+        if (last) this.#outputGivenUp[slot] = true
+        this.#offer(Buffer.from(this.memory.output, slot * OUTPUT_SLOT_SIZE + offset, length), () => this.#outputSent(slot))
+        break
+      }
+      case 'xva-input-range': {
+        const { slot, offset, length } = message
+        this.#inputHolds[slot] = (this.#inputHolds[slot] ?? 0) + 1
+        this.#offer(Buffer.from(this.memory.input, slot * INPUT_SLOT_SIZE + offset, length), () => this.#dropInput(slot))
         break
       }
       case 'xva-md5':
@@ -249,6 +278,7 @@ class XvaStream implements Job {
       this.input.view(slot).set(data)
       giveBack(data)
     }
+    this.#inputHolds[slot] = 1
     this.#post({ type: 'xva-block', id: this.id, disk, index: block.index, slot })
   }
 
@@ -262,10 +292,30 @@ class XvaStream implements Job {
     }
   }
 
+  /** Lends `view` to the reader; `onReturn` runs once it is given back, unless the export is over by then. */
+  #offer(view: Buffer, onReturn: () => void): void {
+    this.#lent++
+    this.#ready.push(
+      lend(view, () => {
+        this.#lent--
+        if (this.#settled) this.#recycleWhenIdle()
+        else onReturn()
+      }),
+    )
+  }
+
   #outputSent(slot: number): void {
-    this.#lent--
-    if (this.#settled) this.#recycleWhenIdle()
-    else this.#post({ type: 'xva-output-free', id: this.id, slot })
+    const lent = (this.#outputLent[slot] ?? 0) - 1
+    this.#outputLent[slot] = lent
+    if (lent > 0 || this.#outputGivenUp[slot] !== true) return
+    this.#outputGivenUp[slot] = false
+    this.#post({ type: 'xva-output-free', id: this.id, slot })
+  }
+
+  #dropInput(slot: number): void {
+    const holds = (this.#inputHolds[slot] ?? 0) - 1
+    this.#inputHolds[slot] = holds
+    if (holds === 0) this.input.free(slot)
   }
 
   #recycleWhenIdle(): void {
@@ -347,16 +397,18 @@ export class WorkerPool {
    * allows it, and everything per byte runs in the worker. Each chunk yielded
    * is lent: give it back (formats/lending.ts) once it is sent.
    */
-  async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, { now = new Date(), md5 }: XvaOptions = {}): AsyncGenerator<Buffer> {
+  async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, { now = new Date(), md5, inPlace = false }: XvaOptions = {}): AsyncGenerator<Buffer> {
     const { id, post, release, slot } = this.#place()
-    const memory = this.#idleXvaMemory.pop() ?? { input: new SharedArrayBuffer(XVA_INPUT_SLOTS * INPUT_SLOT_SIZE), output: new SharedArrayBuffer(XVA_OUTPUT_SLOTS * OUTPUT_SLOT_SIZE) }
+    const inputBytes = (inPlace ? XVA_IN_PLACE_INPUT_SLOTS : XVA_INPUT_SLOTS) * INPUT_SLOT_SIZE
+    const idle = this.#idleXvaMemory.findIndex((candidate) => candidate.input.byteLength === inputBytes)
+    const memory = idle >= 0 ? (this.#idleXvaMemory.splice(idle, 1)[0] as XvaMemory) : { input: new SharedArrayBuffer(inputBytes), output: new SharedArrayBuffer(XVA_OUTPUT_SLOTS * OUTPUT_SLOT_SIZE) }
     const recycle = (done: XvaMemory): void => {
       if (this.#idleXvaMemory.length < IDLE_XVA_MEMORY) this.#idleXvaMemory.push(done)
     }
     const stream = new XvaStream(id, memory, post, release, recycle, md5)
     slot.streams.set(id, stream)
     const shapes = disks.map(({ size, allocated }) => ({ size, allocated }))
-    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output, md5: md5 !== undefined })
+    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output, md5: md5 !== undefined, inPlace })
     const feeding = (async () => {
       for (const [disk, source] of disks.entries()) {
         for await (const block of source.read(() => stream.slotBuffer())) {

@@ -42,14 +42,20 @@ class BlockQueue implements AsyncIterable<DiskBlock> {
   }
 }
 
-/** Fills output slots in order and posts each when full (or at the end). */
+/**
+ * Fills output slots in order. A slot is posted when full or at the end; a
+ * sink may post what it holds so far (`flush(false)`) and go on filling the
+ * same slot after it.
+ */
 class SlotWriter {
   readonly #slots: Slots
-  readonly #post: (slot: number, length: number) => void
+  readonly #post: (slot: number, offset: number, length: number, last: boolean) => void
   #slot: number | undefined
+  /** where the bytes not posted yet start in the slot */
+  #posted = 0
   #filled = 0
 
-  constructor(slots: Slots, post: (slot: number, length: number) => void) {
+  constructor(slots: Slots, post: (slot: number, offset: number, length: number, last: boolean) => void) {
     this.#slots = slots
     this.#post = post
   }
@@ -64,6 +70,7 @@ class SlotWriter {
 
   #open(slot: number): Buffer {
     this.#slot = slot
+    this.#posted = 0
     this.#filled = 0
     return this.#slots.view(slot)
   }
@@ -74,10 +81,12 @@ class SlotWriter {
     if (this.#filled === this.#slots.size) this.flush()
   }
 
-  flush(): void {
-    if (this.#slot === undefined || this.#filled === 0) return
-    this.#post(this.#slot, this.#filled)
-    this.#slot = undefined
+  /** Posts the bytes written and not posted yet; `last` gives the slot up, else the next bytes follow them in it. */
+  flush(last = true): void {
+    if (this.#slot === undefined || this.#filled === this.#posted) return
+    this.#post(this.#slot, this.#posted, this.#filled - this.#posted, last)
+    this.#posted = this.#filled
+    if (last) this.#slot = undefined
   }
 
   async copy(bytes: Buffer): Promise<void> {
@@ -131,12 +140,32 @@ class ZstdSink implements Sink {
   }
 }
 
-/** The plain archive: copied into the output slots. */
-class CopySink implements Sink {
-  constructor(readonly out: SlotWriter) {}
+/**
+ * The plain archive. In place, a chunk cut from a block in an input slot is
+ * posted as that range of the slot, and only what lies between chunks (tar
+ * headers and padding, `.xxhash` members, ova.xml) is copied into the output
+ * slots; otherwise everything is copied. Copying every chunk cost the worker
+ * 0.03 to 0.09 s of CPU per GiB, plus an output slot's round trip between the
+ * threads per MiB (bench/RESULTS.md).
+ */
+class PlainSink implements Sink {
+  readonly #out: SlotWriter
+  readonly #input: SharedArrayBuffer | undefined
+  readonly #send: (chunk: Buffer) => void
 
-  write(piece: Buffer): Promise<void> {
-    return this.out.copy(piece)
+  /** `input`: the memory whose ranges are sent in place; undefined copies every piece */
+  constructor(out: SlotWriter, input: SharedArrayBuffer | undefined, send: (chunk: Buffer) => void) {
+    this.#out = out
+    this.#input = input
+    this.#send = send
+  }
+
+  write(piece: Buffer): Promise<void> | undefined {
+    if (this.#input === undefined || piece.buffer !== this.#input) return this.#out.copy(piece)
+    // What was copied before the chunk goes first, so the main thread gets the pieces in the archive's order.
+    this.#out.flush(false)
+    this.#send(piece)
+    return undefined
   }
 
   async end(): Promise<void> {}
@@ -172,9 +201,11 @@ class GzipSink implements Sink {
 
 /**
  * One XVA export's per-byte work in a worker: tar framing, the XXH64 of every
- * chunk, the compression and, for a backup, the archive's MD5. Blocks arrive in input slots, which go back to
- * the main thread as soon as the archive no longer reads them; the archive
- * leaves in output slots, which come back once sent.
+ * chunk, the compression and, for a backup, the archive's MD5. Blocks arrive
+ * in input slots, which go back to the main thread as soon as the archive no
+ * longer reads them (a plain archive's chunks leave as ranges of them, which
+ * the main thread keeps until sent); the rest of the archive leaves in output
+ * slots, which come back once sent.
  */
 export class XvaJob {
   readonly #queues: BlockQueue[]
@@ -211,12 +242,16 @@ export class XvaJob {
   async run(): Promise<void> {
     const { id, description, disks, compression, now } = this.#open
     const md5 = this.#open.md5 ? createHash('md5') : undefined
-    const out = new SlotWriter(this.#output, (slot, length) => {
-      // A slot is final when posted, and slots are posted in the archive's order.
-      md5?.update(this.#output.view(slot).subarray(0, length))
-      this.#post({ type: 'xva-output', id, slot, length })
+    const out = new SlotWriter(this.#output, (slot, offset, length, last) => {
+      // A range is final when posted, and ranges are posted in the archive's order.
+      md5?.update(this.#output.view(slot).subarray(offset, offset + length))
+      this.#post({ type: 'xva-output', id, slot, offset, length, last })
     })
-    const sink = compression === 'zstd' ? new ZstdSink(out) : compression === 'gzip' ? new GzipSink(out) : new CopySink(out)
+    const sendInput = (chunk: Buffer): void => {
+      md5?.update(chunk)
+      this.#post({ type: 'xva-input-range', id, slot: Math.floor(chunk.byteOffset / INPUT_SLOT_SIZE), offset: chunk.byteOffset % INPUT_SLOT_SIZE, length: chunk.length })
+    }
+    const sink = compression === 'zstd' ? new ZstdSink(out) : compression === 'gzip' ? new GzipSink(out) : new PlainSink(out, this.#open.inPlace ? this.#input : undefined, sendInput)
     const contents: DiskContent[] = disks.map((disk, i) => ({ size: disk.size, allocated: disk.allocated, blocks: this.#queues[i] as BlockQueue }))
     for await (const piece of encodeXva(description, contents, { now: new Date(now), release: giveBack })) {
       await sink.write(piece)

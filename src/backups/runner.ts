@@ -331,7 +331,7 @@ export class BackupRunner {
     }
     let md5: string | undefined
     const concurrency = job.settings['']?.nbdConcurrency ?? DEFAULT_READ_CONCURRENCY
-    const xva = exportXva(disks, description, vdis, compression, this.#deps.workers, { concurrency, md5: (hex) => (md5 = hex) })
+    const xva = exportXva(disks, description, vdis, compression, this.#deps.workers, { concurrency, md5: (hex) => (md5 = hex), inPlace: true })
     await log.step(node, 'transfer', undefined, () => repository.writeFull(metadata, xva, () => md5))
     await this.#retain(job, scheduleId, vm, repository)
   }

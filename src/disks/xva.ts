@@ -21,6 +21,14 @@ export interface XvaOptions {
   readonly now?: Date
   /** receives the MD5 of the whole archive (hex) once its last byte is produced, before the stream ends */
   readonly md5?: (hex: string) => void
+  /**
+   * a plain archive's chunks are yielded in place, as ranges of the memory
+   * their blocks were read into, with the bytes between them (tar headers,
+   * `.xxhash` members) as small chunks of their own: for a consumer that
+   * gathers chunks into larger writes (a backup's file writer), not for a
+   * socket, whose pacing counts chunks (http/stream-pacer.ts)
+   */
+  readonly inPlace?: boolean
 }
 
 type Lookup = (id: string) => XoRecord | undefined
@@ -111,7 +119,7 @@ export async function* exportXva(
   vdis: readonly XoRecord[],
   compression: Compression,
   workers: StreamWorkers,
-  { concurrency = 1, md5 }: { readonly concurrency?: number; readonly md5?: (hex: string) => void } = {},
+  { concurrency = 1, ...options }: XvaOptions & { readonly concurrency?: number } = {},
 ): AsyncGenerator<Buffer> {
   const sources: DiskSource[] = []
   for (const vdi of vdis) {
@@ -119,7 +127,7 @@ export async function* exportXva(
     // Lazy: a disk's reads start (and hold its SR) only when the encoding reaches it.
     sources.push({ size: diskSize(vdi), allocated, read: (buffer) => disks.readBlocks(vdi, allocated, { concurrency, buffer }) })
   }
-  yield* workers.encodeXva(description, sources, compression, md5 === undefined ? {} : { md5 })
+  yield* workers.encodeXva(description, sources, compression, options)
 }
 
 /**

@@ -1,8 +1,8 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { WorkerPool, XVA_OUTPUT_SLOTS } from '../../workers/pool.js'
+import { WorkerPool, XVA_IN_PLACE_INPUT_SLOTS, XVA_OUTPUT_SLOTS } from '../../workers/pool.js'
 import { BLOCK_SIZE, type DiskBlock, type DiskContent, type DiskSource } from '../../src/formats/blocks.js'
 import { decompressor } from '../../src/formats/compression.js'
 import { giveBack } from '../../src/formats/lending.js'
@@ -67,60 +67,133 @@ const plain = await collect(encodeXva(desc, contents(), { now }))
 t.test('the worker writes the same archive as the encoder on this thread, plain, zstd and gzip', async (t) => {
   t.ok(plain.length > 12 * MiB, 'more archive than the output slots hold')
   t.ok((await consume(pool.encodeXva(desc, sources(), 'none', { now }))).equals(plain), 'plain: byte for byte')
+  t.ok((await consume(pool.encodeXva(desc, sources(), 'none', { now, inPlace: true }))).equals(plain), 'plain, chunks in place: byte for byte')
   const zstd = await consume(pool.encodeXva(desc, sources(), 'zstd', { now }))
   t.ok((await collect(decompressor('zstd').end(zstd))).equals(plain), 'zstd: restores the same archive')
   t.ok(gunzipSync(await consume(pool.encodeXva(desc, sources(), 'gzip', { now }))).equals(plain), 'gzip: restores the same archive')
 })
 
 t.test('asked for it, the worker sends the MD5 of the archive it produced, before its end', async (t) => {
-  for (const compression of ['none', 'zstd'] as const) {
+  for (const [compression, inPlace] of [['none', false], ['none', true], ['zstd', false]] as const) {
     let md5: string | undefined
-    const archive = await consume(pool.encodeXva(desc, sources(), compression, { now, md5: (hex) => (md5 = hex) }))
-    t.equal(md5, createHash('md5').update(archive).digest('hex'), compression)
+    const archive = await consume(pool.encodeXva(desc, sources(), compression, { now, md5: (hex) => (md5 = hex), inPlace }))
+    t.equal(md5, createHash('md5').update(archive).digest('hex'), `${compression}${inPlace ? ', in place' : ''}`)
   }
 })
 
-t.test('output slots wait for their chunks to be given back', async (t) => {
-  const chunks = pool.encodeXva(desc, sources(), 'none', { now })[Symbol.asyncIterator]()
-  const held: Buffer[] = []
-  for (let i = 0; i < XVA_OUTPUT_SLOTS; i++) {
-    const next = await chunks.next()
-    t.notOk(next.done)
-    held.push(next.value as Buffer)
+/**
+ * Whether `next` settles within a few round trips to the pool's one worker: each lets the export go
+ * one step further between the threads (a slot freed, the next block fed, its chunks sent back).
+ */
+async function settlesWithinProbes(t: Test, next: Promise<unknown>): Promise<boolean> {
+  let settled = false
+  void next.then(
+    () => (settled = true),
+    () => (settled = true),
+  )
+  for (let probe = 0; probe < 3 && !settled; probe++) {
+    t.equal((await collect(Readable.from([gzipSync('probe')]).pipe(pool.transform('gzip-decompress')))).toString(), 'probe', 'the worker answers a probe')
   }
-  let arrived = false
-  const following = chunks.next().then((next) => {
-    arrived = true
-    return next
-  })
-  // The pool has one worker: once it has answered a job given after the export, it has run the
-  // export as far as the output slots let it.
-  t.equal((await collect(Readable.from([gzipSync('probe')]).pipe(pool.transform('gzip-decompress')))).toString(), 'probe')
-  t.notOk(arrived, 'no further chunk while every output slot is held')
-  const copies = held.map((chunk) => Buffer.from(chunk))
+  return settled
+}
+
+t.test('chunks held stop the export within its shared memory, and are not overwritten while held', async (t) => {
+  // More archive than an in-place export's slots hold.
+  const large = disk(24, Array.from({ length: 24 }, (_, index) => index))
+  const largeDescription = description([large.size])
+  const plain = await collect(encodeXva(largeDescription, [{ size: large.size, allocated: large.allocated, blocks: blocksOf(large) }], { now }))
+  const largeSources: DiskSource[] = [{ size: large.size, allocated: large.allocated, read: (buffer) => blocksOf(large, buffer) }]
+  const chunks = pool.encodeXva(largeDescription, largeSources, 'none', { now, inPlace: true })[Symbol.asyncIterator]()
+  const held: Buffer[] = []
+  let next = chunks.next()
+  // Hold every chunk while they come: the export then waits for memory that only given-back chunks free.
+  while (await settlesWithinProbes(t, next)) {
+    const result = await next
+    if (result.done === true) break
+    held.push(result.value)
+    next = chunks.next()
+  }
+  const heldBytes = held.reduce((sum, chunk) => sum + chunk.length, 0)
+  t.ok(heldBytes < plain.length, `stopped before the end (${heldBytes} of ${plain.length} bytes held)`)
+  t.ok(heldBytes <= XVA_IN_PLACE_INPUT_SLOTS * BLOCK_SIZE + XVA_OUTPUT_SLOTS * MiB, 'no more held than its input and output slots')
+  t.ok(Buffer.concat(held).equals(plain.subarray(0, heldBytes)), 'the chunks held are the start of the archive, unchanged')
   for (const chunk of held) giveBack(chunk)
-  const next = await following
-  t.notOk(next.done, 'the next one comes once they are given back')
-  copies.push(Buffer.from(next.value as Buffer))
-  giveBack(next.value as Buffer)
+  const following = await next
+  t.notOk(following.done, 'the next one comes once they are given back')
+  const first = Buffer.from(following.value as Buffer)
+  giveBack(following.value as Buffer)
   const rest = await consume({ [Symbol.asyncIterator]: () => chunks })
-  t.ok(Buffer.concat([...copies, rest]).equals(plain), 'and the archive is whole')
+  t.ok(Buffer.concat([plain.subarray(0, heldBytes), first, rest]).equals(plain), 'and the archive is whole')
+})
+
+t.test('a consumer holding a few chunks at a time reads each as it was when yielded', async (t) => {
+  for (const [compression, inPlace] of [['none', false], ['none', true], ['zstd', false]] as const) {
+    const window: Array<{ chunk: Buffer; copy: Buffer }> = []
+    let changed = 0
+    for await (const chunk of pool.encodeXva(desc, sources(), compression, { now, inPlace })) {
+      window.push({ chunk, copy: Buffer.from(chunk) })
+      if (window.length <= 3) continue
+      const oldest = window.shift() as { chunk: Buffer; copy: Buffer }
+      if (!oldest.chunk.equals(oldest.copy)) changed++
+      giveBack(oldest.chunk)
+    }
+    for (const { chunk } of window) giveBack(chunk)
+    t.equal(changed, 0, `${compression}${inPlace ? ', in place' : ''}: no chunk changed while held`)
+  }
+})
+
+t.test("in place, a plain archive's chunks are the blocks' own bytes, not copies", async (t) => {
+  for (const inPlace of [true, false]) {
+    let input: ArrayBufferLike | undefined
+    const watched = sources().map((source) => ({
+      ...source,
+      read: (buffer: () => Promise<Buffer>) =>
+        source.read(async () => {
+          const slot = await buffer()
+          input = slot.buffer
+          return slot
+        }),
+    }))
+    let views = 0
+    let viewBytes = 0
+    const parts: Buffer[] = []
+    for await (const chunk of pool.encodeXva(desc, watched, 'none', { now, inPlace })) {
+      if (chunk.buffer === input) {
+        views++
+        viewBytes += chunk.length
+      }
+      parts.push(Buffer.from(chunk))
+      giveBack(chunk)
+    }
+    t.ok(Buffer.concat(parts).equals(plain), 'byte for byte')
+    if (!inPlace) {
+      t.equal(views, 0, 'otherwise every chunk is copied')
+      continue
+    }
+    // Disk 0: the 14 chunks of its 7 written blocks that are not all zero (the last one short); disk 1: its one
+    // written block's 2 chunks, copied into an input slot since its reader ignores them. The zero first and last
+    // chunks of disk 1, which no block holds, are copied.
+    t.equal(views, 16, 'each chunk of a block is a range of the input slot it was read or copied into')
+    t.equal(viewBytes, 16 * MiB - 1536)
+  }
 })
 
 t.test('a reader that stops early, then a failing disk, leave the next export whole', async (t) => {
-  const early = pool.encodeXva(desc, sources(), 'zstd', { now })
-  for await (const chunk of early) {
-    giveBack(chunk)
-    break
+  for (const [compression, inPlace] of [['zstd', false], ['none', true]] as const) {
+    for await (const chunk of pool.encodeXva(desc, sources(), compression, { now, inPlace })) {
+      giveBack(chunk)
+      break
+    }
   }
   await t.rejects(consume(pool.encodeXva(desc, sources({ after: 3, error: new Error('disk went away') }), 'zstd', { now })), /disk went away/)
+  await t.rejects(consume(pool.encodeXva(desc, sources({ after: 3, error: new Error('disk went away') }), 'none', { now, inPlace: true })), /disk went away/)
   const wrongSize = [{ ...sources()[0]!, size: 5 }, sources()[1]!]
   await t.rejects(consume(pool.encodeXva(desc, wrongSize, 'none', { now })), /described as/)
   t.ok((await consume(pool.encodeXva(desc, sources(), 'none', { now }))).equals(plain), 'byte for byte')
 })
 
 t.test('two exports at once share nothing', async (t) => {
-  const [a, b] = await Promise.all([consume(pool.encodeXva(desc, sources(), 'none', { now })), consume(pool.encodeXva(desc, sources(), 'none', { now }))])
+  const [a, b] = await Promise.all([consume(pool.encodeXva(desc, sources(), 'none', { now })), consume(pool.encodeXva(desc, sources(), 'none', { now, inPlace: true }))])
   t.ok(a.equals(plain))
   t.ok(b.equals(plain))
 })
