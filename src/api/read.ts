@@ -3,7 +3,7 @@ import { Type, type Static, type TObject } from '@sinclair/typebox'
 import type { XoRecord } from '../driver/types.js'
 import { readableBy } from '../acl/check.js'
 import type { Principal } from '../auth/principal.js'
-import { compileFilter } from '../filter/index.js'
+import { compileFilter, planFilter, type FilterPlan, type FilterPredicate } from '../filter/index.js'
 import type { Versions } from '../events/versions.js'
 import type { HeavyReads } from '../http/heavy-reads.js'
 import { ChunkPool } from '../http/chunk-pool.js'
@@ -14,6 +14,8 @@ import { ErrorResponses } from '../http/schemas.js'
 import { hrefOf, BASE } from './paths.js'
 import { parseFields, pick, type FieldPath } from './projection.js'
 import type { ListingCache } from './listing-cache.js'
+import { BATCH, framed } from './framing.js'
+import { ListingIndex } from './listing-index.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
 import { WatchQuery, type Watch } from './watch.js'
@@ -106,53 +108,11 @@ function* keep<T>(items: Iterable<T>, onItem: (item: T) => void): Generator<T, v
   }
 }
 
-const OPEN = Buffer.from('[')
-const COMMA = Buffer.from(',')
-const CLOSE = Buffer.from(']')
-const NEWLINE = Buffer.from('\n')
-const BATCH = 65536
-
 /**
  * Chunks of listings streamed and not kept: up to the batch plus one record
  * (a larger chunk gets a buffer of its own), a few per heavy listing admitted.
  */
 const listingChunks = new ChunkPool(2 * BATCH, 16)
-
-/**
- * Frames items as a JSON array or as NDJSON lines, in ~64 KiB buffers: one
- * loop and one copy per item, where a generator per framing layer and a write
- * per item cost more than the cached serialization saves. With a pool, the
- * buffers are the pool's, to be released once sent.
- */
-function* framed(items: Iterable<Buffer>, ndjson: boolean, pool?: ChunkPool): Generator<Buffer, void, undefined> {
-  const parts: Buffer[] = ndjson ? [] : [OPEN]
-  let size = parts.length
-  let first = true
-  for (const item of items) {
-    if (ndjson) {
-      parts.push(item, NEWLINE)
-      size += item.length + 1
-    } else {
-      if (!first) {
-        parts.push(COMMA)
-        size++
-      }
-      parts.push(item)
-      size += item.length
-    }
-    first = false
-    if (size >= BATCH) {
-      yield pool?.join(parts, size) ?? Buffer.concat(parts, size)
-      parts.length = 0
-      size = 0
-    }
-  }
-  if (!ndjson) {
-    parts.push(CLOSE)
-    size++
-  }
-  yield pool?.join(parts, size) ?? Buffer.concat(parts, size)
-}
 
 /**
  * What a listing keeps: what the caller may read and the filter matches. The
@@ -162,10 +122,30 @@ function visibleAndMatching(
   visible: ((record: XoRecord) => boolean) | undefined,
   filter: string | undefined,
 ): ((record: XoRecord) => boolean) | undefined {
-  const matching = filter === undefined ? undefined : compileFilter(filter)
+  return both(visible, filter === undefined ? undefined : compileFilter(filter))
+}
+
+function both(visible: ((record: XoRecord) => boolean) | undefined, matching: FilterPredicate | undefined): ((record: XoRecord) => boolean) | undefined {
   if (visible === undefined) return matching
   if (matching === undefined) return visible
   return (record) => matching(record) && visible(record)
+}
+
+/**
+ * The records a listing walks and what it asks of each: the whole collection
+ * and the whole filter, or, for a large collection whose filter has a term
+ * the index answers, the records that term keeps and the rest of the filter.
+ */
+function selection(
+  source: CollectionSource,
+  index: ListingIndex | undefined,
+  version: string,
+  visible: ((record: XoRecord) => boolean) | undefined,
+  plan: FilterPlan | undefined,
+): { records: Iterable<XoRecord>; predicate: ((record: XoRecord) => boolean) | undefined } {
+  const candidates = plan === undefined || index === undefined ? undefined : index.candidates(version, () => source.list(), plan.terms)
+  if (candidates !== undefined) return { records: candidates.records, predicate: both(visible, candidates.rest) }
+  return { records: source.list(), predicate: both(visible, plan?.predicate) }
 }
 
 /** The answers of a listing route whose objects have this schema. */
@@ -200,6 +180,7 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
   const versionTypes = source.versionTypes ?? [source.type]
   const tag = source.name
   const schema: TObject = source.schema
+  const index = new ListingIndex()
   const routes = [
     defineRoute({
       method: 'GET',
@@ -224,8 +205,9 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
           sendJsonBytes(res, 200, cachedNow, contentType)
           return
         }
-        const predicate = visibleAndMatching(visible, q.filter)
-        const heavy = options.heavy !== undefined && (cachedNow !== undefined || (source.size?.() ?? 0) >= HEAVY_LISTING_RECORDS) ? options.heavy : undefined
+        const plan = q.filter === undefined ? undefined : planFilter(q.filter)
+        const large = (source.size?.() ?? 0) >= HEAVY_LISTING_RECORDS
+        const heavy = options.heavy !== undefined && (cachedNow !== undefined || large) ? options.heavy : undefined
         const release = heavy === undefined ? undefined : await heavy.admit(res)
         const turn = heavy === undefined ? undefined : () => heavy.turn()
         try {
@@ -237,7 +219,8 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
             else await sendLargeBody(res, 200, cached, contentType, turn)
             return
           }
-          const texts = listingTexts(source, source.list(), q, predicate, cache)
+          const { records, predicate } = selection(source, large ? index : undefined, version, visible, plan)
+          const texts = listingTexts(source, records, q, predicate, cache)
           if (!listings.wanted(key)) {
             const chunks = framed(texts, q.ndjson === true, listingChunks)
             await streamChunks(res, 200, contentType, chunks, turn, (chunk) => listingChunks.release(chunk))
