@@ -15,7 +15,7 @@ import { hrefOf, BASE } from './paths.js'
 import { parseFields, pick, type FieldPath } from './projection.js'
 import type { ListingCache } from './listing-cache.js'
 import { BATCH, framed } from './framing.js'
-import { ListingIndex } from './listing-index.js'
+import { ListingIndex, type Candidates } from './listing-index.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
 import { WatchQuery, type Watch } from './watch.js'
@@ -65,16 +65,8 @@ export const HEAVY_LISTING_RECORDS = 1000
  */
 export const LARGE_CACHED_BODY = 1024 * 1024
 
-/** The lazily produced bytes of each listed value, in order. */
-function* listingTexts(
-  source: CollectionSource,
-  records: Iterable<XoRecord>,
-  query: CollectionQueryValue,
-  predicate: ((record: XoRecord) => boolean) | undefined,
-  cache: JsonCache,
-): Generator<Buffer, void, undefined> {
-  let remaining = query.limit ?? Infinity
-  if (remaining === 0) return
+/** What a listing's texts are cached under, and how one is made: the href alone, the whole record or some fields. */
+function textVariant(source: CollectionSource, query: CollectionQueryValue, cache: JsonCache): { variant: string; textOf: (record: XoRecord) => Buffer } {
   const fields = query.fields
   const paths: FieldPath[] | undefined = fields === undefined || fields === '*' ? undefined : parseFields(fields)
   // Texts embed the href, so a variant belongs to its collection.
@@ -87,10 +79,40 @@ function* listingTexts(
     picked['href'] = href
     return JSON.stringify(picked)
   }
-  const textOf = cache.variant(variant, produce)
+  return { variant, textOf: cache.variant(variant, produce) }
+}
+
+/** The lazily produced bytes of each listed value, in order. */
+function* listingTexts(
+  source: CollectionSource,
+  records: Iterable<XoRecord>,
+  query: CollectionQueryValue,
+  predicate: ((record: XoRecord) => boolean) | undefined,
+  cache: JsonCache,
+): Generator<Buffer, void, undefined> {
+  let remaining = query.limit ?? Infinity
+  if (remaining === 0) return
+  const { textOf } = textVariant(source, query, cache)
   for (const record of records) {
     if (predicate !== undefined && !predicate(record)) continue
     yield textOf(record)
+    if (--remaining === 0) return
+  }
+}
+
+/** The same, for the records an index kept: by position, their texts kept by position too. */
+function* candidateTexts(
+  { records, positions }: Candidates,
+  textAt: (position: number) => Buffer,
+  query: CollectionQueryValue,
+  predicate: ((record: XoRecord) => boolean) | undefined,
+): Generator<Buffer, void, undefined> {
+  let remaining = query.limit ?? Infinity
+  if (remaining === 0) return
+  for (let i = 0; i < positions.length; i++) {
+    const position = positions[i]!
+    if (predicate !== undefined && !predicate(records[position]!)) continue
+    yield textAt(position)
     if (--remaining === 0) return
   }
 }
@@ -132,20 +154,23 @@ function both(visible: ((record: XoRecord) => boolean) | undefined, matching: Fi
 }
 
 /**
- * The records a listing walks and what it asks of each: the whole collection
- * and the whole filter, or, for a large collection whose filter has a term
- * the index answers, the records that term keeps and the rest of the filter.
+ * The texts a listing sends: of the whole collection, tested against the
+ * whole filter, or, for a large collection whose filter has a term the index
+ * answers, of the records that term keeps, tested against the rest.
  */
-function selection(
+function selectedTexts(
   source: CollectionSource,
   index: ListingIndex | undefined,
   version: string,
   visible: ((record: XoRecord) => boolean) | undefined,
   plan: FilterPlan | undefined,
-): { records: Iterable<XoRecord>; predicate: ((record: XoRecord) => boolean) | undefined } {
+  query: CollectionQueryValue,
+  cache: JsonCache,
+): Iterable<Buffer> {
   const candidates = plan === undefined || index === undefined ? undefined : index.candidates(version, () => source.list(), plan.terms)
-  if (candidates !== undefined) return { records: candidates.records, predicate: both(visible, candidates.rest) }
-  return { records: source.list(), predicate: both(visible, plan?.predicate) }
+  if (candidates === undefined) return listingTexts(source, source.list(), query, both(visible, plan?.predicate), cache)
+  const { variant, textOf } = textVariant(source, query, cache)
+  return candidateTexts(candidates, candidates.textAt(variant, textOf), query, both(visible, candidates.rest))
 }
 
 /** The answers of a listing route whose objects have this schema. */
@@ -219,8 +244,7 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
             else await sendLargeBody(res, 200, cached, contentType, turn)
             return
           }
-          const { records, predicate } = selection(source, large ? index : undefined, version, visible, plan)
-          const texts = listingTexts(source, records, q, predicate, cache)
+          const texts = selectedTexts(source, large ? index : undefined, version, visible, plan, q, cache)
           if (!listings.wanted(key)) {
             const chunks = framed(texts, q.ndjson === true, listingChunks)
             await streamChunks(res, 200, contentType, chunks, turn, (chunk) => listingChunks.release(chunk))

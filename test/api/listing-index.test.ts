@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ListingIndex, MAX_DISTINCT_VALUES, MAX_INDEXED_PROPERTIES } from '../../src/api/listing-index.js'
+import { ListingIndex, MAX_DISTINCT_VALUES, MAX_INDEXED_PROPERTIES, MAX_TEXT_BYTES, type Candidates } from '../../src/api/listing-index.js'
 import { expandLab } from '../../src/driver/lab/expand.js'
 import { generateLabSpec } from '../../src/driver/lab/generate.js'
 import type { XoRecord } from '../../src/driver/types.js'
@@ -11,8 +11,10 @@ const vm = (id: number, fields: Record<string, unknown>): XoRecord => ({ id: `vm
 function indexed(index: ListingIndex, version: string, records: readonly XoRecord[], filter: string): string[] | undefined {
   const plan = planFilter(filter)
   const candidates = index.candidates(version, () => records, plan.terms)
-  return candidates === undefined ? undefined : [...candidates.records].filter(candidates.rest).map((record) => record.id)
+  return candidates === undefined ? undefined : kept(candidates).filter(candidates.rest).map((record) => record.id)
 }
+
+const kept = (candidates: Candidates | undefined): XoRecord[] => Array.from(candidates?.positions ?? [], (position) => candidates?.records[position] as XoRecord)
 
 const scanned = (records: readonly XoRecord[], filter: string): string[] => records.filter(planFilter(filter).predicate).map((record) => record.id)
 
@@ -37,7 +39,7 @@ t.test('of several terms, the one keeping fewest records narrows the listing; th
   const index = new ListingIndex()
   const plan = planFilter('$pool:a power_state:Halted')
   const candidates = index.candidates('1', () => records, plan.terms)
-  t.equal([...(candidates?.records ?? [])].length, 10, 'power_state:Halted keeps 10 records, $pool:a 50')
+  t.equal(kept(candidates).length, 10, 'power_state:Halted keeps 10 records, $pool:a 50')
   t.same(indexed(index, '1', records, '$pool:a power_state:Halted'), scanned(records, '$pool:a power_state:Halted'))
 })
 
@@ -68,23 +70,60 @@ t.test('a property holding objects, mixed arrays, functions or too many values i
   t.same(indexed(new ListingIndex(), '1', fewer, 'name_label:vm-1'), scanned(fewer, 'name_label:vm-1'), `${MAX_DISTINCT_VALUES} values are indexed`)
 })
 
-t.test('a new version drops the index: the records and their values are read again', async (t) => {
+t.test('a new version: records replaced in place are patched, a record added or removed rebuilds the index', async (t) => {
   const index = new ListingIndex()
-  const before = [vm(1, { power_state: 'Running' }), vm(2, { power_state: 'Halted' })]
-  const after = [vm(1, { power_state: 'Halted' }), vm(2, { power_state: 'Halted' }), vm(3, { power_state: 'Running' })]
+  const ids = (candidates: Candidates | undefined): string[] => kept(candidates).map((record) => record.id)
+  const v1 = [vm(1, { power_state: 'Running' }), vm(2, { power_state: 'Halted' }), vm(3, { power_state: 'Halted' })]
   let lists = 0
   const list = (records: readonly XoRecord[]) => () => {
     lists++
     return records
   }
   const running = planFilter('power_state:Running').terms
-  t.same([...(index.candidates('1', list(before), running)?.records ?? [])].map((r) => r.id), ['vm-1'])
-  t.same([...(index.candidates('1', list(after), running)?.records ?? [])].map((r) => r.id), ['vm-1'], 'the same version: the same records')
-  t.equal(lists, 1, 'listed once for the version')
-  t.same([...(index.candidates('2', list(after), running)?.records ?? [])].map((r) => r.id), ['vm-3'], 'a new version lists again')
-  t.equal(lists, 2)
-  t.equal(index.candidates('3', list(after), []), undefined, 'a filter without terms lists nothing')
-  t.equal(lists, 2)
+  t.same(ids(index.candidates('1', list(v1), running)), ['vm-1'])
+  const listed = lists
+  const v2 = [vm(1, { power_state: 'Halted' }), v1[1]!, vm(3, { power_state: 'Running' })]
+  t.same(ids(index.candidates('1', list(v2), running)), ['vm-1'], 'the same version: the same records, not listed again')
+  t.equal(lists, listed)
+  t.same(ids(index.candidates('2', list(v2), running)), ['vm-3'], 'two records changed in place')
+  t.same(ids(index.candidates('2', list(v2), planFilter('power_state:Halted').terms)), ['vm-1', 'vm-2'])
+  const v3 = [v2[0]!, v2[1]!, v2[2]!, vm(4, { power_state: 'Running' })]
+  t.same(ids(index.candidates('3', list(v3), running)), ['vm-3', 'vm-4'], 'a record added')
+  const v4 = [v3[0]!, v3[2]!, v3[3]!]
+  t.same(ids(index.candidates('4', list(v4), running)), ['vm-3', 'vm-4'], 'a record removed')
+  const v5 = [v4[0]!, v4[2]!, v4[1]!]
+  t.same(ids(index.candidates('5', list(v5), running)), ['vm-4', 'vm-3'], 'records reordered')
+  const v6 = [v5[0]!, vm(4, { power_state: { odd: true } }), v5[2]!]
+  t.equal(index.candidates('6', list(v6), running), undefined, 'a value that cannot be grouped unindexes the property')
+  const calls = lists
+  t.equal(index.candidates('7', list(v6), []), undefined, 'a filter without terms lists nothing')
+  t.equal(lists, calls)
+})
+
+t.test('texts are kept by position until their record changes, up to a byte bound', async (t) => {
+  const index = new ListingIndex()
+  const v1 = [vm(1, { power_state: 'Running', name_label: 'a' }), vm(2, { power_state: 'Running', name_label: 'b' })]
+  const made: string[] = []
+  const textOf = (record: XoRecord): Buffer => {
+    made.push(record.id)
+    return Buffer.from(String(record['name_label']))
+  }
+  const running = planFilter('power_state:Running').terms
+  const texts = (version: string, records: readonly XoRecord[]): string[] => {
+    const candidates = index.candidates(version, () => records, running)
+    const textAt = candidates?.textAt('names', textOf)
+    return Array.from(candidates?.positions ?? [], (position) => textAt?.(position).toString() ?? '')
+  }
+  t.same(texts('1', v1), ['a', 'b'])
+  t.same(texts('1', v1), ['a', 'b'])
+  t.same(made, ['vm-1', 'vm-2'], 'made once')
+  t.same(texts('2', [v1[0]!, vm(2, { power_state: 'Running', name_label: 'c' })]), ['a', 'c'], 'a renamed record')
+  t.same(made, ['vm-1', 'vm-2', 'vm-2'], 'only its text made again')
+  const large = [vm(1, { power_state: 'Running', name_label: 'x'.repeat(MAX_TEXT_BYTES / 2 + 1) }), vm(2, { power_state: 'Running', name_label: 'y'.repeat(MAX_TEXT_BYTES / 2 + 1) })]
+  made.length = 0
+  texts('3', large)
+  texts('3', large)
+  t.same(made, ['vm-1', 'vm-2', 'vm-2'], `past ${MAX_TEXT_BYTES} bytes, texts are not kept`)
 })
 
 t.test(`at most ${MAX_INDEXED_PROPERTIES} properties are indexed at once; answers stay exact past that`, async (t) => {
