@@ -9,6 +9,8 @@ export const MAX_INDEXED_PROPERTIES = 16
 const MAX_KEPT_SELECTIONS = 16
 /** Bytes of texts held by position, per collection, beyond what the JSON cache holds (whole records are large). */
 export const MAX_TEXT_BYTES = 32 * 1024 * 1024
+/** Variants (field sets) whose texts are held by position, per collection; the one held first goes when another comes. */
+export const MAX_TEXT_VARIANTS = 8
 /** Past this share of changed records (and a few), the index is built anew rather than patched. */
 const PATCH_SHARE = 1 / 8
 const PATCH_FEW = 64
@@ -86,6 +88,12 @@ export class ListingIndex {
     if (best === undefined) return undefined
     const records = this.#records
     const texts = this.#texts
+    const forgetOldest = (): void => {
+      const [oldest] = texts
+      if (oldest === undefined) return
+      texts.delete(oldest[0])
+      for (const text of oldest[1]) this.#textBytes -= text?.length ?? 0
+    }
     const hold = (bytes: number): boolean => {
       if (this.#textBytes + bytes > MAX_TEXT_BYTES) return false
       this.#textBytes += bytes
@@ -97,7 +105,10 @@ export class ListingIndex {
       rest: best.rest,
       textAt(variant, textOf) {
         let kept = texts.get(variant)
-        if (kept === undefined) texts.set(variant, (kept = new Array<Buffer | undefined>(records.length)))
+        if (kept === undefined) {
+          if (texts.size >= MAX_TEXT_VARIANTS) forgetOldest()
+          texts.set(variant, (kept = new Array<Buffer | undefined>(records.length)))
+        }
         const byPosition = kept
         return (position) => {
           const text = byPosition[position]

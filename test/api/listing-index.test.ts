@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ListingIndex, MAX_DISTINCT_VALUES, MAX_INDEXED_PROPERTIES, MAX_TEXT_BYTES, type Candidates } from '../../src/api/listing-index.js'
+import { ListingIndex, MAX_DISTINCT_VALUES, MAX_INDEXED_PROPERTIES, MAX_TEXT_BYTES, MAX_TEXT_VARIANTS, type Candidates } from '../../src/api/listing-index.js'
 import { expandLab } from '../../src/driver/lab/expand.js'
 import { generateLabSpec } from '../../src/driver/lab/generate.js'
 import type { XoRecord } from '../../src/driver/types.js'
@@ -124,6 +124,27 @@ t.test('texts are kept by position until their record changes, up to a byte boun
   texts('3', large)
   texts('3', large)
   t.same(made, ['vm-1', 'vm-2', 'vm-2'], `past ${MAX_TEXT_BYTES} bytes, texts are not kept`)
+})
+
+t.test(`texts are kept by position for ${MAX_TEXT_VARIANTS} variants; the one kept first goes when another comes`, async (t) => {
+  const index = new ListingIndex()
+  const records = [vm(1, { power_state: 'Running' })]
+  const made: string[] = []
+  const textIn = (variant: string): string => {
+    const candidates = index.candidates('1', () => records, planFilter('power_state:Running').terms)
+    const textAt = candidates?.textAt(variant, (record) => {
+      made.push(variant)
+      return Buffer.from(`${variant}:${record.id}`)
+    })
+    return textAt?.(0).toString() ?? ''
+  }
+  const variants = Array.from({ length: MAX_TEXT_VARIANTS + 1 }, (_, i) => `v${i}`)
+  for (const variant of variants) t.equal(textIn(variant), `${variant}:vm-1`)
+  made.length = 0
+  for (const variant of variants.slice(1)) textIn(variant)
+  t.same(made, [], 'the last ones still kept')
+  t.equal(textIn('v0'), 'v0:vm-1')
+  t.same(made, ['v0'], 'the first one made again')
 })
 
 t.test(`at most ${MAX_INDEXED_PROPERTIES} properties are indexed at once; answers stay exact past that`, async (t) => {
