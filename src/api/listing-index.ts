@@ -1,5 +1,5 @@
 import type { XoRecord } from '../driver/types.js'
-import type { FilterPredicate, PropertyTerm } from '../filter/index.js'
+import type { PropertyTerm } from '../filter/index.js'
 
 /** A property with more distinct values than this is not indexed: testing each value would cost about a scan. */
 export const MAX_DISTINCT_VALUES = 4096
@@ -30,7 +30,8 @@ interface Column {
 export interface Candidates {
   readonly records: readonly XoRecord[]
   readonly positions: Int32Array
-  readonly rest: FilterPredicate
+  /** whether the record at one of those positions matches the rest of the filter */
+  readonly keeps: (position: number) => boolean
   /** the text of the record at a position, in one variant: kept by position, else asked of `textOf` */
   textAt(variant: string, textOf: (record: XoRecord) => Buffer): (position: number) => Buffer
 }
@@ -64,6 +65,8 @@ export class ListingIndex {
   readonly #selections = new Map<string, Int32Array>()
   readonly #texts = new Map<string, Array<Buffer | undefined>>()
   #textBytes = 0
+  /** properties the rest of filters read, by position: an array read instead of each record (a cache miss or two) */
+  readonly #values = new Map<string, unknown[]>()
 
   /** Undefined when none of `terms` can be answered from an index: the caller then scans. */
   candidates(version: string, list: () => Iterable<XoRecord>, terms: readonly PropertyTerm[]): Candidates | undefined {
@@ -72,7 +75,7 @@ export class ListingIndex {
       this.#version = version
       if (!this.#patch(list)) this.#rebuild(list())
     }
-    let best: { name: string; column: Column; groups: number[]; rest: FilterPredicate; size: number } | undefined
+    let best: { term: PropertyTerm; column: Column; groups: number[]; size: number } | undefined
     for (const term of terms) {
       const column = this.#column(term.name)
       if (column === null) continue
@@ -83,7 +86,7 @@ export class ListingIndex {
         groups.push(group)
         size += column.sizes[group] ?? 0
       })
-      if (best === undefined || size < best.size) best = { name: term.name, column, groups, rest: term.rest, size }
+      if (best === undefined || size < best.size) best = { term, column, groups, size }
     }
     if (best === undefined) return undefined
     const records = this.#records
@@ -99,10 +102,18 @@ export class ListingIndex {
       this.#textBytes += bytes
       return true
     }
+    const onValues = best.term.restOnValues.map(({ name, test }) => ({ values: this.#valuesOf(name), test }))
+    const onRecord = best.term.restOnRecord
     return {
       records,
-      positions: this.#selection(best.name, best.column, best.groups, best.size),
-      rest: best.rest,
+      positions: this.#selection(best.term.name, best.column, best.groups, best.size),
+      keeps: (position) => {
+        for (let i = 0; i < onValues.length; i++) {
+          const { values, test } = onValues[i]!
+          if (!test(values[position])) return false
+        }
+        return onRecord === undefined || onRecord(records[position]!)
+      },
       textAt(variant, textOf) {
         let kept = texts.get(variant)
         if (kept === undefined) {
@@ -128,6 +139,7 @@ export class ListingIndex {
     this.#selections.clear()
     this.#texts.clear()
     this.#textBytes = 0
+    this.#values.clear()
   }
 
   /** Records replaced in place patched where they stand; false when the collection gained, lost or reordered records. */
@@ -178,6 +190,20 @@ export class ListingIndex {
       this.#textBytes -= texts[position]?.length ?? 0
       texts[position] = undefined
     }
+    for (const [name, values] of this.#values) values[position] = record[name]
+  }
+
+  #valuesOf(name: string): unknown[] {
+    const known = this.#values.get(name)
+    if (known !== undefined) return known
+    // Generous: a listing under way keeps an array let go here, which patches then no longer reach.
+    if (this.#values.size >= 2 * MAX_INDEXED_PROPERTIES) {
+      const [oldest] = this.#values.keys()
+      if (oldest !== undefined) this.#values.delete(oldest)
+    }
+    const values = this.#records.map((record) => record[name])
+    this.#values.set(name, values)
+    return values
   }
 
   #selection(name: string, column: Column, groups: readonly number[], size: number): Int32Array {

@@ -102,16 +102,16 @@ function* listingTexts(
 
 /** The same, for the records an index kept: by position, their texts kept by position too. */
 function* candidateTexts(
-  { records, positions }: Candidates,
+  { records, positions, keeps }: Candidates,
   textAt: (position: number) => Buffer,
   query: CollectionQueryValue,
-  predicate: ((record: XoRecord) => boolean) | undefined,
+  visible: ((record: XoRecord) => boolean) | undefined,
 ): Generator<Buffer, void, undefined> {
   let remaining = query.limit ?? Infinity
   if (remaining === 0) return
   for (let i = 0; i < positions.length; i++) {
     const position = positions[i]!
-    if (predicate !== undefined && !predicate(records[position]!)) continue
+    if (!keeps(position) || (visible !== undefined && !visible(records[position]!))) continue
     yield textAt(position)
     if (--remaining === 0) return
   }
@@ -170,7 +170,7 @@ function selectedTexts(
   const candidates = plan === undefined || index === undefined ? undefined : index.candidates(version, () => source.list(), plan.terms)
   if (candidates === undefined) return listingTexts(source, source.list(), query, both(visible, plan?.predicate), cache)
   const { variant, textOf } = textVariant(source, query, cache)
-  return candidateTexts(candidates, candidates.textAt(variant, textOf), query, both(visible, candidates.rest))
+  return candidateTexts(candidates, candidates.textAt(variant, textOf), query, visible)
 }
 
 /** The answers of a listing route whose objects have this schema. */

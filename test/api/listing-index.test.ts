@@ -11,7 +11,7 @@ const vm = (id: number, fields: Record<string, unknown>): XoRecord => ({ id: `vm
 function indexed(index: ListingIndex, version: string, records: readonly XoRecord[], filter: string): string[] | undefined {
   const plan = planFilter(filter)
   const candidates = index.candidates(version, () => records, plan.terms)
-  return candidates === undefined ? undefined : kept(candidates).filter(candidates.rest).map((record) => record.id)
+  return candidates === undefined ? undefined : Array.from(candidates.positions).filter(candidates.keeps).map((position) => candidates.records[position]?.id ?? '')
 }
 
 const kept = (candidates: Candidates | undefined): XoRecord[] => Array.from(candidates?.positions ?? [], (position) => candidates?.records[position] as XoRecord)

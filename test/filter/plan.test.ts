@@ -21,6 +21,20 @@ t.test('the top-level property terms of a conjunction, each with the rest of the
   t.same(records.map(power.rest), [false, false, true, false], 'the rest: not web, tagged prod')
   t.same(records.map(tags.rest), [false, false, true, false], 'the rest: running, not web')
   t.same(records.map(plan.predicate), [false, false, true, false])
+  t.same(
+    power.restOnValues.map(({ name }) => name),
+    ['name_label', 'tags'],
+    'the rest reads two properties, a negated term included',
+  )
+  t.equal(power.restOnRecord, undefined, 'and nothing else of the record')
+  t.same(
+    records.map((record) => power.restOnValues.every(({ name, test }) => test((record as Record<string, unknown>)[name]))),
+    records.map(power.rest),
+    'tested on the values, the rest answers as on the records',
+  )
+  const mixed = planFilter('power_state:Running web |(name_label:1 name_label:2)').terms[0]
+  t.same(mixed?.restOnValues, [], 'a term on the whole record and a disjunction read more than one property')
+  t.same(records.map((record) => mixed?.restOnRecord?.(record)), records.map((record) => mixed?.rest(record)))
 })
 
 t.test('a lone property term is its own plan, with nothing left to test', async (t) => {
