@@ -21,6 +21,8 @@ export interface LoadResult {
   /** ms, to 10 µs */
   readonly p99: number
   readonly errors: number
+  /** responses over the warm-up and the measured run, for a server's CPU time per response over both */
+  readonly answered: number
 }
 
 /**
@@ -55,11 +57,11 @@ const requests = request.uniqueFilters
     ? [{ setupRequest: (sent: autocannon.Request) => ({ ...sent, path: `${sent.path ?? '/'}&limit=${1_000_000 + counter++}` }) }]
     : undefined
 const options = { url: request.url, connections: request.connections, headers: request.headers, ...(requests === undefined ? {} : { requests }) }
-await autocannon({ ...options, duration: request.warmup })
+const warm = await autocannon({ ...options, duration: request.warmup })
 const times = new Histogram()
 const result = await new Promise<autocannon.Result>((resolve, reject) => {
   const instance = autocannon({ ...options, duration: request.duration }, (error, done) => (error === null || error === undefined ? resolve(done) : reject(error)))
   instance.on('response', (_client, _status, _bytes, ms) => times.record(ms))
 })
-const measured: LoadResult = { requests: result.requests.average, p99: times.percentile(0.99), errors: result.errors + result.non2xx }
+const measured: LoadResult = { requests: result.requests.average, p99: times.percentile(0.99), errors: result.errors + result.non2xx, answered: warm.requests.total + result.requests.total }
 process.stdout.write(JSON.stringify(measured) + '\n')

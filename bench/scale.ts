@@ -77,6 +77,12 @@ async function serve(dataDir: string, pin: boolean): Promise<{ child: ChildProce
   return { child, url, ms: performance.now() - started, mark }
 }
 
+/** CPU time (user and system) a process has used, ms. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+}
+
 /** VmRSS of a process, bytes. */
 function rss(pid: number): number {
   const line = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -163,19 +169,22 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
       { name: 'pool dashboard', path: `/rest/v0/pools/${pools[0]?.id ?? ''}/dashboard`, extra: {} },
     ]
     let newFilterLine = ''
-    lines.push('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | non-2xx or errors |', '|---|---|---|---|---|---|---|')
+    // Keel's CPU per response, warm-up included: what a change to Keel's work shows whatever else the machine runs.
+    lines.push('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | non-2xx or errors | Keel CPU µs / response |', '|---|---|---|---|---|---|---|---|')
     for (const item of cases) {
       const response = await fetch(keel.url + item.path, { headers: api.headers })
       const file = join(dataDir, 'body.bin')
       writeFileSync(file, Buffer.from(await response.arrayBuffer()))
       keel.mark(`Keel: ${item.name} (3 s warm-up, then measured)`)
+      const cpuBefore = cpuMs(pid)
       const keelResult = await load(options, keel.url + item.path, { ...api.headers }, item.extra)
+      const cpuPerResponse = ((cpuMs(pid) - cpuBefore) * 1000) / keelResult.answered
       keel.mark(`bare server: ${item.name}`)
       const bare = await startServer('serve-bare.js', [file, response.headers.get('content-type') ?? 'application/json', response.headers.get('x-request-id') ?? ''], options.pin, 'inherit')
       const bareResult = await load(options, bare.url + '/', { ...api.headers })
       await stop(bare.child)
       lines.push(
-        `| ${item.name} | ${keelResult.requests.toFixed(0)} | ${keelResult.p99.toFixed(2)} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99.toFixed(2)} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${keelResult.errors + bareResult.errors} |`,
+        `| ${item.name} | ${keelResult.requests.toFixed(0)} | ${keelResult.p99.toFixed(2)} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99.toFixed(2)} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${keelResult.errors + bareResult.errors} | ${cpuPerResponse.toFixed(0)} |`,
       )
       if (item.name === newFilter) newFilterLine = newFilterP99(options.connections, keelResult, bareResult)
     }

@@ -3,7 +3,7 @@ import { Type, type Static, type TObject } from '@sinclair/typebox'
 import type { XoRecord } from '../driver/types.js'
 import { readableBy } from '../acl/check.js'
 import type { Principal } from '../auth/principal.js'
-import { compileFilter } from '../filter/index.js'
+import { compileFilter, planFilter, type FilterPlan, type FilterPredicate } from '../filter/index.js'
 import type { Versions } from '../events/versions.js'
 import type { HeavyReads } from '../http/heavy-reads.js'
 import { ChunkPool } from '../http/chunk-pool.js'
@@ -14,6 +14,8 @@ import { ErrorResponses } from '../http/schemas.js'
 import { hrefOf, BASE } from './paths.js'
 import { parseFields, pick, type FieldPath } from './projection.js'
 import type { ListingCache } from './listing-cache.js'
+import { BATCH, framed } from './framing.js'
+import { ListingIndex, type Candidates } from './listing-index.js'
 import { privilegeOn, type CollectionSource } from './sources.js'
 import { resolveTarget } from './target.js'
 import { WatchQuery, type Watch } from './watch.js'
@@ -63,16 +65,8 @@ export const HEAVY_LISTING_RECORDS = 1000
  */
 export const LARGE_CACHED_BODY = 1024 * 1024
 
-/** The lazily produced bytes of each listed value, in order. */
-function* listingTexts(
-  source: CollectionSource,
-  records: Iterable<XoRecord>,
-  query: CollectionQueryValue,
-  predicate: ((record: XoRecord) => boolean) | undefined,
-  cache: JsonCache,
-): Generator<Buffer, void, undefined> {
-  let remaining = query.limit ?? Infinity
-  if (remaining === 0) return
+/** What a listing's texts are cached under, and how one is made: the href alone, the whole record or some fields. */
+function textVariant(source: CollectionSource, query: CollectionQueryValue, cache: JsonCache): { variant: string; textOf: (record: XoRecord) => Buffer } {
   const fields = query.fields
   const paths: FieldPath[] | undefined = fields === undefined || fields === '*' ? undefined : parseFields(fields)
   // Texts embed the href, so a variant belongs to its collection.
@@ -85,10 +79,40 @@ function* listingTexts(
     picked['href'] = href
     return JSON.stringify(picked)
   }
-  const textOf = cache.variant(variant, produce)
+  return { variant, textOf: cache.variant(variant, produce) }
+}
+
+/** The lazily produced bytes of each listed value, in order. */
+function* listingTexts(
+  source: CollectionSource,
+  records: Iterable<XoRecord>,
+  query: CollectionQueryValue,
+  predicate: ((record: XoRecord) => boolean) | undefined,
+  cache: JsonCache,
+): Generator<Buffer, void, undefined> {
+  let remaining = query.limit ?? Infinity
+  if (remaining === 0) return
+  const { textOf } = textVariant(source, query, cache)
   for (const record of records) {
     if (predicate !== undefined && !predicate(record)) continue
     yield textOf(record)
+    if (--remaining === 0) return
+  }
+}
+
+/** The same, for the records an index kept: by position, their texts kept by position too. */
+function* candidateTexts(
+  { records, positions, keeps }: Candidates,
+  textAt: (position: number) => Buffer,
+  query: CollectionQueryValue,
+  visible: ((record: XoRecord) => boolean) | undefined,
+): Generator<Buffer, void, undefined> {
+  let remaining = query.limit ?? Infinity
+  if (remaining === 0) return
+  for (let i = 0; i < positions.length; i++) {
+    const position = positions[i]!
+    if (!keeps(position) || (visible !== undefined && !visible(records[position]!))) continue
+    yield textAt(position)
     if (--remaining === 0) return
   }
 }
@@ -106,53 +130,11 @@ function* keep<T>(items: Iterable<T>, onItem: (item: T) => void): Generator<T, v
   }
 }
 
-const OPEN = Buffer.from('[')
-const COMMA = Buffer.from(',')
-const CLOSE = Buffer.from(']')
-const NEWLINE = Buffer.from('\n')
-const BATCH = 65536
-
 /**
  * Chunks of listings streamed and not kept: up to the batch plus one record
  * (a larger chunk gets a buffer of its own), a few per heavy listing admitted.
  */
 const listingChunks = new ChunkPool(2 * BATCH, 16)
-
-/**
- * Frames items as a JSON array or as NDJSON lines, in ~64 KiB buffers: one
- * loop and one copy per item, where a generator per framing layer and a write
- * per item cost more than the cached serialization saves. With a pool, the
- * buffers are the pool's, to be released once sent.
- */
-function* framed(items: Iterable<Buffer>, ndjson: boolean, pool?: ChunkPool): Generator<Buffer, void, undefined> {
-  const parts: Buffer[] = ndjson ? [] : [OPEN]
-  let size = parts.length
-  let first = true
-  for (const item of items) {
-    if (ndjson) {
-      parts.push(item, NEWLINE)
-      size += item.length + 1
-    } else {
-      if (!first) {
-        parts.push(COMMA)
-        size++
-      }
-      parts.push(item)
-      size += item.length
-    }
-    first = false
-    if (size >= BATCH) {
-      yield pool?.join(parts, size) ?? Buffer.concat(parts, size)
-      parts.length = 0
-      size = 0
-    }
-  }
-  if (!ndjson) {
-    parts.push(CLOSE)
-    size++
-  }
-  yield pool?.join(parts, size) ?? Buffer.concat(parts, size)
-}
 
 /**
  * What a listing keeps: what the caller may read and the filter matches. The
@@ -162,10 +144,33 @@ function visibleAndMatching(
   visible: ((record: XoRecord) => boolean) | undefined,
   filter: string | undefined,
 ): ((record: XoRecord) => boolean) | undefined {
-  const matching = filter === undefined ? undefined : compileFilter(filter)
+  return both(visible, filter === undefined ? undefined : compileFilter(filter))
+}
+
+function both(visible: ((record: XoRecord) => boolean) | undefined, matching: FilterPredicate | undefined): ((record: XoRecord) => boolean) | undefined {
   if (visible === undefined) return matching
   if (matching === undefined) return visible
   return (record) => matching(record) && visible(record)
+}
+
+/**
+ * The texts a listing sends: of the whole collection, tested against the
+ * whole filter, or, for a large collection whose filter has a term the index
+ * answers, of the records that term keeps, tested against the rest.
+ */
+function selectedTexts(
+  source: CollectionSource,
+  index: ListingIndex | undefined,
+  version: string,
+  visible: ((record: XoRecord) => boolean) | undefined,
+  plan: FilterPlan | undefined,
+  query: CollectionQueryValue,
+  cache: JsonCache,
+): Iterable<Buffer> {
+  const candidates = plan === undefined || index === undefined ? undefined : index.candidates(version, () => source.list(), plan.terms)
+  if (candidates === undefined) return listingTexts(source, source.list(), query, both(visible, plan?.predicate), cache)
+  const { variant, textOf } = textVariant(source, query, cache)
+  return candidateTexts(candidates, candidates.textAt(variant, textOf), query, visible)
 }
 
 /** The answers of a listing route whose objects have this schema. */
@@ -200,6 +205,7 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
   const versionTypes = source.versionTypes ?? [source.type]
   const tag = source.name
   const schema: TObject = source.schema
+  const index = new ListingIndex()
   const routes = [
     defineRoute({
       method: 'GET',
@@ -224,8 +230,9 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
           sendJsonBytes(res, 200, cachedNow, contentType)
           return
         }
-        const predicate = visibleAndMatching(visible, q.filter)
-        const heavy = options.heavy !== undefined && (cachedNow !== undefined || (source.size?.() ?? 0) >= HEAVY_LISTING_RECORDS) ? options.heavy : undefined
+        const plan = q.filter === undefined ? undefined : planFilter(q.filter)
+        const large = (source.size?.() ?? 0) >= HEAVY_LISTING_RECORDS
+        const heavy = options.heavy !== undefined && (cachedNow !== undefined || large) ? options.heavy : undefined
         const release = heavy === undefined ? undefined : await heavy.admit(res)
         const turn = heavy === undefined ? undefined : () => heavy.turn()
         try {
@@ -237,7 +244,7 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
             else await sendLargeBody(res, 200, cached, contentType, turn)
             return
           }
-          const texts = listingTexts(source, source.list(), q, predicate, cache)
+          const texts = selectedTexts(source, large ? index : undefined, version, visible, plan, q, cache)
           if (!listings.wanted(key)) {
             const chunks = framed(texts, q.ndjson === true, listingChunks)
             await streamChunks(res, 200, contentType, chunks, turn, (chunk) => listingChunks.release(chunk))

@@ -28,7 +28,8 @@ export function matches(node: FilterNode, value: unknown): boolean {
 
 const matchAll: FilterPredicate = () => true
 
-function compileNode(node: FilterNode): FilterPredicate {
+/** A node's predicate, built once: needles lowered and regexps made up front. */
+export function compileNode(node: FilterNode): FilterPredicate {
   switch (node.type) {
     case 'null':
       return matchAll
