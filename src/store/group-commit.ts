@@ -33,7 +33,8 @@ export interface GroupCommitOptions {
  *   (`journal_size_limit`) after a complete checkpoint: the file we sync is the same inode, and
  *   whatever a restart overwrote was already durable.
  * - fsync applies to the file, whatever descriptor wrote it: ours covers SQLite's writes and
- *   those of other processes on the same store.
+ *   those of other processes on the same store. fdatasync also flushes the file's size, which
+ *   appending changes (SQLite itself syncs its WAL with fdatasync on Linux).
  * - The WAL file is removed only when the last connection closes; ours stays open until
  *   `close()` has synced.
  * - The WAL file is never locked by SQLite (its locks are on the database and `-shm` files), so

@@ -77,7 +77,16 @@ async function roundTrip(url: string): Promise<void> {
   await once(socket, 'close')
 }
 
-const rename = (server: TestServer, id: string, name: string): Promise<Response> => server.request(`/rest/v0/vms/${id}`, jsonBody({ name_label: name }, 'PATCH'))
+/** `committed`, or a failure naming the status if an answer comes first (a refused write would never commit). */
+const seenBeforeAnswers = (committed: Promise<void>, answers: ReadonlyArray<Promise<Response>>): Promise<void> =>
+  Promise.race([
+    committed,
+    ...answers.map(async (answer) => {
+      throw new Error(`answered ${(await answer).status} before the commits were seen`)
+    }),
+  ])
+
+const rename = (server: TestServer, id: string, name: string): Promise<Response> => server.request(`/rest/v0/vms/${id}`, jsonBody({ nameLabel: name }, 'PATCH'))
 
 const nameOf = async (server: TestServer, id: string): Promise<unknown> => (await server.json<{ name_label: string }>(`/rest/v0/vms/${id}?fields=name_label`)).body.name_label
 
@@ -95,7 +104,7 @@ t.test('a PATCH is answered only once a sync covering it has completed', async (
     answered = true
     return response
   })
-  await committed
+  await seenBeforeAnswers(committed, [answer])
   await held.called(before + 1)
   await roundTrip(server.url)
   t.equal(answered, false, 'no answer while the sync is held, though the change is committed and published')
@@ -122,7 +131,7 @@ t.test('writes made while a sync runs share the next one', async (t) => {
   await held.called(before + 1)
   const committed = updates(server, new Set(rest), rest.length)
   const answers = rest.map((id, index) => rename(server, id, `batch-${index}`))
-  await committed
+  await seenBeforeAnswers(committed, [firstAnswer, ...answers])
   await roundTrip(server.url)
   t.equal(held.calls, before + 1, 'the writes made during the sync start none of their own')
 
@@ -154,7 +163,7 @@ t.test('a failed sync is answered as an error, and nothing after it as a success
   held.hold()
   const before = held.calls
 
-  const answer = server.json<{ code: string; data: { requestId: string } }>(`/rest/v0/vms/${haltedVm}`, jsonBody({ name_label: 'never-claimed' }, 'PATCH'))
+  const answer = server.json<{ code: string; data: { requestId: string } }>(`/rest/v0/vms/${haltedVm}`, jsonBody({ nameLabel: 'never-claimed' }, 'PATCH'))
   await held.called(before + 1)
   held.fail(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
   const { status, body, response } = await answer
@@ -163,7 +172,7 @@ t.test('a failed sync is answered as an error, and nothing after it as a success
   t.equal(body.data.requestId, response.headers.get('x-request-id'))
   t.match(await firstReport, { code: 'EIO' }, 'the owner is told, to stop the process')
 
-  const later = await server.json<{ code: string }>(`/rest/v0/vms/${runningVm}`, jsonBody({ name_label: 'also-never-claimed' }, 'PATCH'))
+  const later = await server.json<{ code: string }>(`/rest/v0/vms/${runningVm}`, jsonBody({ nameLabel: 'also-never-claimed' }, 'PATCH'))
   t.equal(later.status, 500, 'a later write is refused too')
   t.equal(later.body.code, 'INTERNAL_ERROR')
   const listing = await server.json<{ code: string }>('/rest/v0/vms?fields=id')
@@ -195,7 +204,7 @@ t.test('every acknowledged write is there after kill -9, and another process rea
   const vms = ((await (await fetch(`${url}/rest/v0/vms?fields=id`, { headers: { authorization: auth } })).json()) as Array<{ id: string }>).map((vm) => vm.id)
   const renamed = new Map(vms.map((id, index) => [id, `acknowledged-${index}`]))
   const statuses = await Promise.all(
-    [...renamed].map(async ([id, name]) => (await fetch(`${url}/rest/v0/vms/${id}`, { ...jsonBody({ name_label: name }, 'PATCH'), headers: { authorization: auth, 'content-type': 'application/json' } })).status),
+    [...renamed].map(async ([id, name]) => (await fetch(`${url}/rest/v0/vms/${id}`, { ...jsonBody({ nameLabel: name }, 'PATCH'), headers: { authorization: auth, 'content-type': 'application/json' } })).status),
   )
   t.same(statuses, vms.map(() => 204))
 
