@@ -54,6 +54,7 @@ export class GroupCommit {
   #inFlight: Promise<void> | undefined
   #next: Promise<void> | undefined
   #failure: Error | undefined
+  #final: Promise<void> | undefined
 
   private constructor(db: Db, changes: () => number, synced: number, sync: WalSync, file: FileHandle | undefined, onFailure: (error: Error) => void) {
     this.#db = db
@@ -100,6 +101,14 @@ export class GroupCommit {
     // Inside a transaction total_changes() counts rows not yet committed: a sync started then could
     // run before their frames are written and still be taken to cover them.
     if (this.#db.inTransaction) throw new Error('an answer may not end inside a store transaction')
+    // Closed under the service (a failing store, as /healthz reports): its commits can no longer be
+    // counted, so one last sync covers them all.
+    if (!this.#db.open) {
+      this.#final ??= this.#sync().catch((error: unknown) => {
+        throw this.#fail(error)
+      })
+      return this.#final
+    }
     const needed = this.#changes()
     if (needed <= this.#synced) return undefined
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
