@@ -6,8 +6,8 @@ import type { RouteContext } from './route.js'
 /**
  * What the server hands a route's handler, made by a constructor rather than an object literal.
  *
- * V8 pretenures by allocation site: once most objects of one literal outlive two young
- * collections, that literal allocates in the old generation from then on, wherever it runs.
+ * V8 pretenures by allocation site: once most objects of one literal are still alive at the
+ * young collections, that literal allocates in the old generation from then on, wherever it runs.
  * The context of every route came from one literal, and the contexts of uncached listings
  * live for seconds; after ten seconds of them at 50 connections, every single-object read's
  * context was allocated old, and, dead there, still held its request and response, which the
