@@ -19,7 +19,7 @@ import { deferContinue, isAwaitingContinue } from './continue.js'
 import { JSON_BODY_TIMEOUT, watchIdle, withinBodyTimeout } from './timeouts.js'
 import type { Router, RouteMatch } from './router.js'
 import { ConnectionRoutes } from './connection-routes.js'
-import type { RouteContext } from './route.js'
+import { RequestContext } from './request-context.js'
 import type { StreamPacer } from './stream-pacer.js'
 import { holdTickShape } from './tick-shape.js'
 import { refuseCrossSite } from './same-origin.js'
@@ -117,7 +117,7 @@ function admit(
   }
   route.checkParams?.(params)
   const query = route.checkQuery?.(new URLSearchParams(queryText)) ?? {}
-  const ctx: RouteContext = { req, res, params, query, body: undefined, principal, requestId, log: options.log }
+  const ctx = new RequestContext(req, res, params, query, undefined, principal, requestId, options.log)
   const { checkBody } = route
   if (checkBody === undefined) return def.handler(ctx)
   const body = withinBodyTimeout(req, res, JSON_BODY_TIMEOUT, readJsonBody(req, options.maxJsonBodySize))
@@ -126,7 +126,7 @@ function admit(
       throw new KeelError('INVALID_PARAMETERS', 'a JSON body is required', { errors: [{ path: 'body', message: 'is required' }] })
     }
     if (value !== undefined) checkBody(value)
-    return def.handler({ ...ctx, body: value })
+    return def.handler(ctx.withBody(value))
   }
   return isPromise(body) ? body.then(run) : run(body)
 }
