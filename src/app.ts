@@ -65,7 +65,6 @@ import { StreamPacer } from './http/stream-pacer.js'
 import { answerAsRequest } from './http/upgrade-fallback.js'
 import { loadInstallationId } from './installation.js'
 import { openDatabase, type Db } from './store/database.js'
-import { GroupCommit, type WalSync } from './store/group-commit.js'
 import { TaskManager } from './tasks/manager.js'
 import { createServiceLog, loggerServiceLog, type ServiceLog } from './log.js'
 import type { PoolConnector } from './driver/xapi/types.js'
@@ -99,13 +98,6 @@ export interface AppOptions {
   readonly reconnectScheduler?: Scheduler
   /** with `[driver] kind = "xapi"`: options of the XAPI driver (pools connected at start, in tests) */
   readonly xapi?: XapiDriverOptions
-  /** instead of an fdatasync of the store's WAL (tests hold it or fail it) */
-  readonly walSync?: WalSync
-  /**
-   * told of a failed sync of the store, after the answers waiting were refused (default: thrown,
-   * which ends `keel serve`; see src/store/group-commit.ts for why it must)
-   */
-  readonly onStoreSyncFailure?: (error: Error) => void
 }
 
 export interface App {
@@ -163,15 +155,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const clock = options.clock ?? Date.now
   const serviceLog: ServiceLog = options.logger === undefined ? createServiceLog(options.config.log.level, options.config.log.maxBufferedBytes) : loggerServiceLog(options.logger)
   const { log } = serviceLog
-  const db = openDatabase(options.dataDir, { groupCommit: true })
-  const durable = await GroupCommit.open(db, {
-    ...(options.walSync === undefined ? {} : { sync: options.walSync }),
-    onFailure:
-      options.onStoreSyncFailure ??
-      ((error) => {
-        throw new Error(`the store's write-ahead log could not be synced: ${error.message}`, { cause: error })
-      }),
-  })
+  const db = openDatabase(options.dataDir)
   const installationId = loadInstallationId(options.dataDir)
   const bus = new EventBus((error) => log.error({ err: error }, 'event listener failed'))
   const tokens = new TokenStore(db, loadClientKey(options.dataDir), clock)
@@ -372,7 +356,6 @@ export async function createApp(options: AppOptions): Promise<App> {
     scopeOf: (userId) => acl.scopeOf(userId),
     metrics,
     requestLog: serviceLog.request,
-    durable,
   })
 
   const getObject = (id: string): ReturnType<Driver['getObject']> => driver.getObject(id)
@@ -449,7 +432,6 @@ export async function createApp(options: AppOptions): Promise<App> {
       poolMembers.close()
       await workers.close()
       await driver.close()
-      await durable.close()
       db.close()
       log.info('stopped')
       // However long stderr's reader takes: a clean stop loses no line.

@@ -1,6 +1,4 @@
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http'
-import type { GroupCommit } from '../store/group-commit.js'
-import { sendError } from './error-response.js'
 
 const REQUEST_ID = 'X-Request-Id'
 
@@ -13,8 +11,6 @@ const REQUEST_ID = 'X-Request-Id'
 export class KeelResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   // Declared, not initialized: a class field is defined on every response, which showed in the profile.
   declare requestId: string
-  /** the store's group commit, which a whole answer waits for (src/store/group-commit.ts); unset in servers without a store */
-  declare durable: GroupCommit | undefined
 
   override writeHead(
     statusCode: number,
@@ -31,40 +27,4 @@ export class KeelResponse<Request extends IncomingMessage = IncomingMessage> ext
     // Literal keys: a computed one makes V8 build the object the slow way.
     super.writeHead(statusCode, { 'Content-Type': contentType, 'Content-Length': contentLength, 'X-Request-Id': this.requestId })
   }
-
-  /**
-   * An answer ended while the store has commits not yet on disk is finished
-   * once a sync covers them: the one place where "success" waits for
-   * durability, whichever handler wrote. A failed sync turns it into a 500, or
-   * a cut connection once its head is out (single reads write it first, and a
-   * streamed body's head and first bytes go as they come: only its end waits).
-   */
-  override end(callback?: () => void): this
-  override end(chunk: unknown, callback?: () => void): this
-  override end(chunk: unknown, encoding: BufferEncoding, callback?: () => void): this
-  override end(chunk?: unknown, encoding?: BufferEncoding | (() => void), callback?: () => void): this {
-    const durable = this.durable?.wait()
-    if (durable === undefined) return typeof encoding === 'string' ? super.end(chunk, encoding, callback) : super.end(chunk, encoding ?? callback)
-    durable.then(
-      () => {
-        if (this.destroyed) return
-        if (typeof encoding === 'string') super.end(chunk, encoding, callback)
-        else super.end(chunk, encoding ?? callback)
-      },
-      (error: unknown) => refuse(this, error),
-    )
-    return this
-  }
-}
-
-// A function rather than a private method: a method's brand is one more thing every response would carry.
-function refuse(res: KeelResponse, error: unknown): void {
-  if (res.destroyed) return
-  if (res.headersSent) {
-    res.destroy(error instanceof Error ? error : undefined)
-    return
-  }
-  res.durable = undefined
-  for (const name of res.getHeaderNames()) res.removeHeader(name)
-  sendError(res, error, res.requestId)
 }

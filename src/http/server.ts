@@ -23,7 +23,6 @@ import { RequestContext } from './request-context.js'
 import type { StreamPacer } from './stream-pacer.js'
 import { holdTickShape } from './tick-shape.js'
 import { refuseCrossSite } from './same-origin.js'
-import type { GroupCommit } from '../store/group-commit.js'
 
 export interface HttpOptions {
   readonly router: Router
@@ -40,8 +39,6 @@ export interface HttpOptions {
   readonly idleTimeout: number
   /** told of every answered request, so that streams make room for the API */
   readonly pacer: StreamPacer
-  /** the store's group commit, which every answer's end waits for (KeelResponse.end) */
-  readonly durable?: GroupCommit
 }
 
 /** What the response's log line and metrics need to know of the route that answered. */
@@ -166,7 +163,6 @@ export function createHttpServer(options: HttpOptions): Server {
     const incoming = req.headers['x-request-id']
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : nextRequestId()
     res.requestId = requestId
-    res.durable = options.durable
     const answered: Answered = { route: 'unmatched' }
     let pending: Maybe<void> = undefined
     try {

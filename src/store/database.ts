@@ -5,26 +5,16 @@ import { migrations } from './migrations.js'
 
 export type Db = Database.Database
 
-export interface OpenOptions {
-  /**
-   * Commits without an fsync (synchronous=NORMAL): only for a process that
-   * holds its answers until a GroupCommit has synced the WAL (the service).
-   */
-  readonly groupCommit?: boolean
-}
-
 /**
- * Opens the embedded store in `dataDir`, in WAL mode, and brings the schema up
- * to date. By default with synchronous=FULL, so that a write done is on disk
- * when the call returns (the command line, the simulator); the service opens
- * it for group commit (src/store/group-commit.ts) and keeps the same promise
- * for its answers without an fsync on the event loop.
+ * Opens the embedded store in `dataDir`, in WAL mode with synchronous=FULL so
+ * that a write a response reports as done survives a power loss, and brings
+ * the schema up to date.
  */
-export function openDatabase(dataDir: string, options: OpenOptions = {}): Db {
+export function openDatabase(dataDir: string): Db {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   const db = new Database(join(dataDir, 'keel.sqlite'))
   db.pragma('journal_mode = WAL')
-  db.pragma(options.groupCommit === true ? 'synchronous = NORMAL' : 'synchronous = FULL')
+  db.pragma('synchronous = FULL')
   db.pragma('foreign_keys = ON')
   db.pragma('busy_timeout = 5000')
   migrate(db)
