@@ -94,12 +94,17 @@ export class Transfer {
     await this.#pool.call('task.destroy', [this.#task]).catch(() => undefined)
   }
 
-  /** A refused request answers with the task's failure, which says more than the HTTP status. */
+  /**
+   * A refused request answers with the task's failure, which says more than
+   * the HTTP status; a host that never answered, with the timeout: its task
+   * failed only because Keel left.
+   */
   async #request(request: Parameters<XapiPool['request']>[0]): Promise<IncomingMessage> {
     try {
       this.#response = await this.#pool.request(this.#host === undefined ? request : { ...request, host: this.#host })
       return this.#response
     } catch (error) {
+      if (isTimeout(error)) throw error
       throw (await this.#failure()) ?? error
     }
   }
