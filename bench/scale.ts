@@ -186,7 +186,7 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
     let newFilterLine = ''
     // Keel's CPU per response, warm-up included: what a change to Keel's work shows whatever else the machine runs.
     lines.push('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | non-2xx or errors | Keel CPU µs / response |', '|---|---|---|---|---|---|---|---|')
-    // `BENCH_SCALE_WRITES_ONLY=1`: only the writes under reads (issue 30's group commit), a run at a time on a loaded machine.
+    // `BENCH_SCALE_WRITES_ONLY=1`: only the writes under reads (issue 30's write fairness), to compare trees a run at a time.
     for (const item of process.env['BENCH_SCALE_WRITES_ONLY'] === '1' ? [] : cases) {
       const response = await fetch(keel.url + item.path, { headers: api.headers })
       const file = join(dataDir, 'body.bin')
