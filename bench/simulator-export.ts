@@ -8,7 +8,8 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { packageRoot } from '../src/paths.js'
-import { download, expectTransfer, stop, upload, writeRawFile } from './keel-client.js'
+import { download, expectTransfer, stop, writeRawFile } from './keel-client.js'
+import { SimulatorClient } from './simulator-client.js'
 
 const PASSWORD = 'bench-password'
 const MiB = 1024 * 1024
@@ -38,27 +39,6 @@ function simulator(root: string, dataDir: string): Promise<{ child: ChildProcess
   })
 }
 
-async function call<T>(url: string, session: string, method: string, params: readonly unknown[]): Promise<T> {
-  const response = await fetch(`${url}/jsonrpc`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', method, params: session === '' ? params : [session, ...params], id: 1 }),
-  })
-  const answer = (await response.json()) as { result?: T; error?: unknown }
-  if (answer.error !== undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`)
-  return answer.result as T
-}
-
-/** A new VDI on the pool's default SR with the file's content; the export URL without its format. */
-async function importedVdi(url: string, rawFile: string, size: number): Promise<string> {
-  const session = await call<string>(url, '', 'session.login_with_password', ['root', PASSWORD, '1.0', 'keel-bench'])
-  const [poolRef] = await call<string[]>(url, session, 'pool.get_all', [])
-  const srRef = await call<string>(url, session, 'pool.get_default_SR', [poolRef])
-  const vdiRef = await call<string>(url, session, 'VDI.create', [{ name_label: 'bench export', SR: srRef, virtual_size: String(size), type: 'user', sharable: false, read_only: false, other_config: {} }])
-  expectTransfer('import', await upload(`${url}/import_raw_vdi?session_id=${session}&vdi=${vdiRef}&format=raw`, {}, rawFile, size), 200)
-  return `${url}/export_raw_vdi?session_id=${session}&vdi=${vdiRef}`
-}
-
 const root = mkdtempSync(join(tmpdir(), 'keel-bench-simulator-export-'))
 const children: ChildProcess[] = []
 try {
@@ -79,8 +59,10 @@ try {
     cpSync(labDir, dataDir, { recursive: true })
     const started = await simulator(build.root, dataDir)
     children.push(started.child)
-    const url = await importedVdi(started.url, rawFile, size)
-    for (const format of ['raw', 'vhd']) sides.push({ name: `${build.name}, ${format}`, url: `${url}&format=${format}`, child: started.child })
+    const client = new SimulatorClient(started.url)
+    await client.login(PASSWORD)
+    const { ref } = await client.importVdi(rawFile, size)
+    for (const format of ['raw', 'vhd'] as const) sides.push({ name: `${build.name}, ${format}`, url: client.exportUrl(ref, format), child: started.child })
   }
   const results = new Map<string, Array<{ seconds: number; cpu: number; bytes: number }>>()
   for (let round = 0; round < rounds; round++) {

@@ -10,8 +10,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
 import { packageRoot } from '../src/paths.js'
-import { Api, download, expectTransfer, runScript, startServer, stop, upload, writeRawFile, type Transfer } from './keel-client.js'
+import { Api, download, expectTransfer, runScript, startServer, stop, writeRawFile, type Transfer } from './keel-client.js'
 import type { LoadRequest, LoadResult } from './load-child.js'
+import { SimulatorClient } from './simulator-client.js'
 
 export interface XapiDriverBenchOptions {
   readonly vms: number
@@ -68,29 +69,6 @@ async function startSimulator(dataDir: string): Promise<Awaited<ReturnType<typeo
     } catch (error) {
       if (attempt === 3) throw error
     }
-  }
-}
-
-/** JSON-RPC calls to the simulator, as a XAPI client of its own (not Keel's session). */
-class XapiClient {
-  #id = 0
-  session = ''
-
-  constructor(readonly url: string) {}
-
-  async call<T>(method: string, params: readonly unknown[]): Promise<T> {
-    const response = await fetch(`${this.url}/jsonrpc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', method, params: method.startsWith('session.login') ? params : [this.session, ...params], id: ++this.#id }),
-    })
-    const answer = (await response.json()) as { result?: T; error?: unknown }
-    if (answer.error !== undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`)
-    return answer.result as T
-  }
-
-  async login(): Promise<void> {
-    this.session = await this.call<string>('session.login_with_password', ['root', PASSWORD, '1.0', 'keel-bench'])
   }
 }
 
@@ -223,8 +201,8 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
     }
 
     // Change to event: each rename sent through a session of its own, the next one once Keel's event for it arrived.
-    const client = new XapiClient(simulatorUrl)
-    await client.login()
+    const client = new SimulatorClient(simulatorUrl)
+    await client.login(PASSWORD)
     const vmRef = await client.call<string>('VM.get_by_uuid', [running.id])
     const events = await NameEvents.open(xapi)
     const delays: number[] = []
@@ -244,16 +222,12 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
 
     // Raw export: a new VDI on the pool's default SR, half of its 2 MiB blocks random and half never written.
     const size = options.vdiMib * MiB
-    const [poolRef] = await client.call<string[]>('pool.get_all', [])
-    const srRef = await client.call<string>('pool.get_default_SR', [poolRef])
-    const vdiRef = await client.call<string>('VDI.create', [{ name_label: 'bench export', SR: srRef, virtual_size: String(size), type: 'user', sharable: false, read_only: false, other_config: {} }])
-    const vdiUuid = await client.call<string>('VDI.get_uuid', [vdiRef])
     const rawFile = join(root, 'disk.raw')
     writeRawFile(rawFile, size)
-    expectTransfer('import', await upload(`${simulatorUrl}/import_raw_vdi?session_id=${client.session}&vdi=${vdiRef}&format=raw`, {}, rawFile, size), 200)
+    const { ref: vdiRef, uuid: vdiUuid } = await client.importVdi(rawFile, size)
     // The index has the VDI once its event came; a bench may poll for it.
     while ((await fetch(`${xapi.url}/rest/v0/vdis/${vdiUuid}`, { headers: xapi.headers })).status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
-    const direct = `${simulatorUrl}/export_raw_vdi?session_id=${client.session}&vdi=${vdiRef}&format=raw`
+    const direct = client.exportUrl(vdiRef, 'raw')
     // Each export with the CPU time the two servers spent on it: on a loaded machine the times move a lot, the CPU much less.
     const timed = async (url: string, headers: Readonly<Record<string, string>>): Promise<Transfer & { readonly keelCpu: number; readonly simulatorCpu: number }> => {
       const before = [cpuSeconds(xapiKeel.child), cpuSeconds(simulator.child)]
@@ -262,7 +236,7 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
     }
     const [throughKeel, fromSimulator, asVhd] = await interleaved(
       options.exports,
-      [() => timed(`${xapi.url}/rest/v0/vdis/${vdiUuid}.raw`, xapi.headers), () => timed(direct, {}), () => timed(direct.replace('format=raw', 'format=vhd'), {})],
+      [() => timed(`${xapi.url}/rest/v0/vdis/${vdiUuid}.raw`, xapi.headers), () => timed(direct, {}), () => timed(client.exportUrl(vdiRef, 'vhd'), {})],
       (a, b) => a.seconds < b.seconds,
     )
     if (throughKeel === undefined || fromSimulator === undefined || asVhd === undefined) throw new Error('no result')

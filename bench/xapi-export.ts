@@ -9,7 +9,8 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../src/cli/node-flags.js'
 import { packageRoot } from '../src/paths.js'
-import { download, expectTransfer, stop, upload, writeRawFile } from './keel-client.js'
+import { download, expectTransfer, stop, writeRawFile } from './keel-client.js'
+import { SimulatorClient } from './simulator-client.js'
 
 const PASSWORD = 'bench-password'
 const MiB = 1024 * 1024
@@ -44,17 +45,6 @@ function script(root: string, name: string, args: readonly string[], flags: read
   })
 }
 
-async function call<T>(url: string, session: string, method: string, params: readonly unknown[]): Promise<T> {
-  const response = await fetch(`${url}/jsonrpc`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', method, params: session === '' ? params : [session, ...params], id: 1 }),
-  })
-  const answer = (await response.json()) as { result?: T; error?: unknown }
-  if (answer.error !== undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`)
-  return answer.result as T
-}
-
 const root = mkdtempSync(join(tmpdir(), 'keel-bench-xapi-export-'))
 const children: ChildProcess[] = []
 try {
@@ -79,22 +69,19 @@ try {
   }
   const auth = { authorization: `Basic ${Buffer.from(`admin@admin.net:${PASSWORD}`).toString('base64')}` }
 
-  const session = await call<string>(simulatorUrl, '', 'session.login_with_password', ['root', PASSWORD, '1.0', 'keel-bench'])
+  const client = new SimulatorClient(simulatorUrl)
+  await client.login(PASSWORD)
   const size = vdiMib * MiB
-  const [poolRef] = await call<string[]>(simulatorUrl, session, 'pool.get_all', [])
-  const srRef = await call<string>(simulatorUrl, session, 'pool.get_default_SR', [poolRef])
-  const vdiRef = await call<string>(simulatorUrl, session, 'VDI.create', [{ name_label: 'bench export', SR: srRef, virtual_size: String(size), type: 'user', sharable: false, read_only: false, other_config: {} }])
-  const vdiUuid = await call<string>(simulatorUrl, session, 'VDI.get_uuid', [vdiRef])
   const rawFile = join(root, 'disk.raw')
   writeRawFile(rawFile, size)
-  expectTransfer('import', await upload(`${simulatorUrl}/import_raw_vdi?session_id=${session}&vdi=${vdiRef}&format=raw`, {}, rawFile, size), 200)
+  const { ref: vdiRef, uuid: vdiUuid } = await client.importVdi(rawFile, size)
   for (const keel of keels) while ((await fetch(`${keel.url}/rest/v0/vdis/${vdiUuid}`, { headers: auth })).status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
 
-  const direct = `${simulatorUrl}/export_raw_vdi?session_id=${session}&vdi=${vdiRef}&format=raw`
+  const direct = client.exportUrl(vdiRef, 'raw')
   const sides = [
     ...keels.map((keel) => ({ name: `through Keel (${keel.name})`, url: `${keel.url}/rest/v0/vdis/${vdiUuid}.raw`, headers: auth, keel: keel.child, bytes: size })),
     { name: 'the simulator, raw', url: direct, headers: {}, keel: undefined, bytes: size },
-    { name: 'the simulator, VHD', url: direct.replace('format=raw', 'format=vhd'), headers: {}, keel: undefined, bytes: undefined },
+    { name: 'the simulator, VHD', url: client.exportUrl(vdiRef, 'vhd'), headers: {}, keel: undefined, bytes: undefined },
   ]
   type Run = { readonly seconds: number; readonly keel: Cpu; readonly simulator: Cpu }
   const results = new Map<string, Run[]>()
