@@ -196,13 +196,25 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
       const keelResult = await load(options, keel.url + item.path, { ...api.headers }, item.extra)
       const cpuPerResponse = ((cpuMs(pid) - cpuBefore) * 1000) / keelResult.answered
       keel.mark(`bare server: ${item.name}`)
-      const bare = await startServer('serve-bare.js', [file, response.headers.get('content-type') ?? 'application/json', response.headers.get('x-request-id') ?? ''], options.pin, 'inherit')
+      const startBare = (): ReturnType<typeof startServer> =>
+        startServer('serve-bare.js', [file, response.headers.get('content-type') ?? 'application/json', response.headers.get('x-request-id') ?? ''], options.pin, 'inherit')
+      const bare = await startBare()
       const bareResult = await load(options, bare.url + '/', { ...api.headers })
       await stop(bare.child)
       lines.push(
         `| ${item.name} | ${keelResult.requests.toFixed(0)} | ${keelResult.p99.toFixed(2)} | ${bareResult.requests.toFixed(0)} | ${bareResult.p99.toFixed(2)} | ${(keelResult.requests / bareResult.requests).toFixed(2)} | ${keelResult.errors + bareResult.errors} | ${cpuPerResponse.toFixed(0)} |`,
       )
-      if (item.name === newFilter) newFilterLine = newFilterP99(options.connections, keelResult, bareResult)
+      if (item.name === newFilter) {
+        newFilterLine = newFilterP99(options.connections, keelResult, bareResult)
+        // The same pair at fewer connections, where a response's time is its own work more than its wait in line.
+        const few = Number(process.env['BENCH_SCALE_FILTER_CONNECTIONS'] ?? 10)
+        keel.mark(`Keel: ${item.name}, ${few} connections`)
+        const keelFew = await load(options, keel.url + item.path, { ...api.headers }, { ...item.extra, connections: few })
+        const bareAgain = await startBare()
+        const bareFew = await load(options, bareAgain.url + '/', { ...api.headers }, { connections: few })
+        await stop(bareAgain.child)
+        newFilterLine += '\n' + newFilterP99(few, keelFew, bareFew)
+      }
     }
     if (newFilterLine !== '') lines.push('', newFilterLine)
     keel.mark('writes under reads')
