@@ -8,7 +8,6 @@ import { KeelError, noSuchObject } from '../errors.js'
 import { exportRaw, exportVhd, exportVhdDelta, type DiskStream } from '../disks/export.js'
 import { importDisk, importNewDisk, type DiskFormat } from '../disks/import.js'
 import { transferTask } from '../disks/transfer.js'
-import { BLOCK_SIZE } from '../formats/blocks.js'
 import type { ByteRange } from '../formats/raw/raw-encoder.js'
 import { sendJson, sendNoContent } from '../http/reply.js'
 import { defineRoute, type RouteDef } from '../http/route.js'
@@ -164,7 +163,7 @@ export function diskRoutes(deps: DiskRouteDeps): RouteDef[] {
         if (range !== undefined) headers['Content-Range'] = `bytes ${range.start}-${range.end - 1}/${size}`
         try {
           await exportTask(source, vdi, principal.id, 'raw', stream, (bytes) =>
-            sendStream(res, { status: range === undefined ? 200 : 206, contentType: CONTENT_TYPE.raw, length: stream.length, headers, pacedEvery: BLOCK_SIZE }, bytes, deps.pacer),
+            sendStream(res, { status: range === undefined ? 200 : 206, contentType: CONTENT_TYPE.raw, length: stream.length, headers }, bytes, deps.pacer),
           )
         } finally {
           await stream.close()

@@ -8,16 +8,7 @@ export interface DiskBlock {
   readonly index: number
   /** exactly BLOCK_SIZE bytes, also for the last block of a disk whose size is not a multiple of it */
   readonly data: Buffer
-  /**
-   * The same bytes as the pieces a stream brought them in, when the block still
-   * has them (formats/pieced-block.ts): a writer that sends them on as they are
-   * takes these, and `data` is never gathered.
-   */
-  readonly pieces?: readonly Buffer[]
 }
-
-/** The bytes a block holds, its pieces not gathered. */
-export const blockBytes = (block: DiskBlock): number => (block.pieces === undefined ? block.data.length : block.pieces.reduce((sum, piece) => sum + piece.length, 0))
 
 /**
  * A disk as the encoders take it: its size, the ascending indexes of the blocks
@@ -75,21 +66,15 @@ export class AscendingBlocks {
   }
 
   async take(index: number): Promise<Buffer> {
-    return (await this.takeBlock(index)).data
-  }
-
-  /** The block itself, its pieces not gathered (PiecedBlock). */
-  async takeBlock(index: number): Promise<DiskBlock> {
     const next = await this.#iterator.next()
     if (next.done === true) throw new Error(`block source ended before block ${index}`)
     const block = next.value
     if (block.index !== index || block.index <= this.#last) {
       throw new Error(`block source gave block ${block.index} where block ${index} was announced`)
     }
-    const bytes = blockBytes(block)
-    if (bytes !== BLOCK_SIZE) throw new Error(`block ${index} has ${bytes} bytes`)
+    if (block.data.length !== BLOCK_SIZE) throw new Error(`block ${index} has ${block.data.length} bytes`)
     this.#last = index
-    return block
+    return block.data
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
-import { gathered } from './pieced-block.js'
+import { BLOCK_SIZE } from './blocks.js'
+import { blockPool } from './block-pool.js'
 import { invalidDiskStream } from './stream-error.js'
 
 /**
@@ -36,41 +37,33 @@ export class ByteReader {
     return this.#pendingBytes >= length
   }
 
-  /** A short input is a truncated stream, reported with `what`. */
-  async #require(length: number, what: string): Promise<void> {
+  /** Reads exactly `length` bytes; a short input is a truncated stream, reported with `what`. */
+  async read(length: number, what: string): Promise<Buffer> {
     if (!(await this.#fill(length))) {
       throw invalidDiskStream(`stream truncated in ${what}`, this.#position + this.#pendingBytes, { expected: what })
     }
-  }
-
-  /** Reads exactly `length` bytes; a short input is a truncated stream, reported with `what`. */
-  async read(length: number, what: string): Promise<Buffer> {
-    return gathered(await this.readPieces(length, what), length)
-  }
-
-  /**
-   * Reads exactly `length` bytes as the input's own chunks (views into them,
-   * nothing copied), for a consumer that sends them on as they are.
-   */
-  async readPieces(length: number, what: string): Promise<Buffer[]> {
-    await this.#require(length, what)
-    const pieces: Buffer[] = []
-    let left = length
-    while (left > 0) {
-      const chunk = this.#pending[0] as Buffer
-      if (chunk.length <= left) {
-        pieces.push(chunk)
-        this.#pending.shift()
-        left -= chunk.length
-      } else {
-        pieces.push(chunk.subarray(0, left))
-        this.#pending[0] = chunk.subarray(left)
-        left = 0
+    const first = this.#pending[0]
+    let result: Buffer
+    if (first !== undefined && first.length >= length) {
+      result = first.subarray(0, length)
+      if (first.length === length) this.#pending.shift()
+      else this.#pending[0] = first.subarray(length)
+    } else {
+      // A whole block gathered from pieces comes from the pool: its last user may give it back.
+      result = length === BLOCK_SIZE ? blockPool.take() : Buffer.allocUnsafe(length)
+      let copied = 0
+      while (copied < length) {
+        const chunk = this.#pending[0] as Buffer
+        const take = Math.min(chunk.length, length - copied)
+        chunk.copy(result, copied, 0, take)
+        copied += take
+        if (take === chunk.length) this.#pending.shift()
+        else this.#pending[0] = chunk.subarray(take)
       }
     }
     this.#pendingBytes -= length
     this.#position += length
-    return pieces
+    return result
   }
 
   /** Reads up to `length` bytes, fewer only at the end of the input. */

@@ -11,12 +11,6 @@ export interface StreamReply {
   /** exact body length when known, so a client can tell a cut download from a whole one */
   readonly length?: number
   readonly headers?: Readonly<Record<string, string>>
-  /**
-   * Bytes sent between two turns of the pacer, for a body whose chunks are
-   * smaller than the unit its pauses are meant for (a raw export sends a block
-   * as the pieces it arrived in); unset, a turn after every chunk.
-   */
-  readonly pacedEvery?: number
 }
 
 const prematureClose = (): Error => aborted('the client closed the connection before the end of the body')
@@ -37,8 +31,6 @@ const prematureClose = (): Error => aborted('the client closed the connection be
 export async function sendStream(res: ServerResponse, reply: StreamReply, body: AsyncIterable<Buffer>, pacer: StreamPacer): Promise<void> {
   const iterator = body[Symbol.asyncIterator]()
   const yieldToApi = pacer.follow()
-  const pacedEvery = reply.pacedEvery ?? 0
-  let unpaced = 0
   try {
     let next = await iterator.next()
     res.statusCode = reply.status
@@ -51,11 +43,7 @@ export async function sendStream(res: ServerResponse, reply: StreamReply, body: 
       // Given back on an error too: the socket has dropped the chunk, and an owner waiting for it (a worker's output slot) must not stall.
       const room = res.write(chunk, () => giveBack(chunk))
       if (!room) await drained(res)
-      unpaced += chunk.length
-      if (unpaced >= pacedEvery) {
-        unpaced = 0
-        await yieldToApi()
-      }
+      await yieldToApi()
       next = await iterator.next()
     }
     if (res.destroyed) throw prematureClose()

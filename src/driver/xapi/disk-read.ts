@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
 import { zeros, type DiskBlock } from '../../formats/blocks.js'
-import { giveBackBlock } from '../../formats/pieced-block.js'
+import { giveBack } from '../../formats/lending.js'
 import { invalidDiskStream } from '../../formats/stream-error.js'
 import { openVhdStream, type VhdStreamReader } from '../../formats/vhd/stream-decoder.js'
 import type { DiskRead, XoRecord } from '../types.js'
@@ -95,7 +95,7 @@ async function* relay(vdi: XoRecord, transfer: Transfer, reader: VhdStreamReader
         if (indexes[next] === block.index) {
           next++
           yield block
-        } else giveBackBlock(block)
+        } else giveBack(block.data)
         if (next === indexes.length) {
           // Stopped before the read-ahead is drained: the connection goes now, not after another block arrives.
           finish()

@@ -31,8 +31,7 @@ export function rawRange(size: number, range?: ByteRange): ByteRange {
 
 /**
  * The raw bytes of a disk (notes 3): exactly `range.end - range.start` bytes,
- * holes as zeros, the last block cut at the size; a whole block still in its
- * pieces (DiskBlock.pieces) is yielded as them, never gathered. Pass `blocksInRange` of the
+ * holes as zeros, the last block cut at the size. Pass `blocksInRange` of the
  * allocation as `allocated` so only the touched blocks are read.
  */
 export async function* encodeRawStream(source: RawStreamSource, range?: ByteRange): AsyncGenerator<Buffer> {
@@ -44,12 +43,11 @@ export async function* encodeRawStream(source: RawStreamSource, range?: ByteRang
     const first = Math.floor(start / BLOCK_SIZE)
     const last = Math.ceil(end / BLOCK_SIZE)
     for (let index = first; index < last; index++) {
-      const block = allocated.has(index) ? await blocks.takeBlock(index) : undefined
+      const data = allocated.has(index) ? await blocks.take(index) : zeros()
       const blockStart = index * BLOCK_SIZE
       const from = Math.max(start, blockStart) - blockStart
       const to = Math.min(end, blockStart + BLOCK_SIZE) - blockStart
-      if (from === 0 && to === BLOCK_SIZE) yield* block?.pieces ?? [block?.data ?? zeros()]
-      else yield (block?.data ?? zeros()).subarray(from, to)
+      yield from === 0 && to === BLOCK_SIZE ? data : data.subarray(from, to)
     }
   } finally {
     await blocks.close()

@@ -1,6 +1,5 @@
 import { BLOCK_SIZE, blockCount, type DiskBlock } from '../blocks.js'
 import { ByteReader } from '../byte-reader.js'
-import { gathered, PiecedBlock } from '../pieced-block.js'
 import { diskTooLarge, invalidDiskStream } from '../stream-error.js'
 import { batBytes, decodeBat } from './bat.js'
 import { hasSector, isFullBitmap, SECTORS_PER_BLOCK } from './bitmap.js'
@@ -158,18 +157,16 @@ class RegionReader {
       if (path !== undefined) this.#parentPaths.push(path)
     } else {
       const bitmap = await reader.read(BITMAP_SIZE, `VHD block ${region.index} bitmap`)
-      const pieces = await reader.readPieces(BLOCK_SIZE, `VHD block ${region.index}`)
-      block = decodedBlock(region.index, bitmap, pieces, this.#footer.diskType === DiskType.differencing)
+      const data = await reader.read(BLOCK_SIZE, `VHD block ${region.index}`)
+      block = decodedBlock(region.index, bitmap, data, this.#footer.diskType === DiskType.differencing)
     }
     this.#end = reader.position
     return block
   }
 }
 
-/** A full block as the pieces it came in (gathered only if its consumer reads `data`), a partial one gathered and completed. */
-function decodedBlock(index: number, bitmap: Buffer, pieces: readonly Buffer[], differencing: boolean): DecodedVhdBlock {
-  if (isFullBitmap(bitmap)) return new PiecedBlock(index, pieces)
-  const data = gathered(pieces, BLOCK_SIZE)
+function decodedBlock(index: number, bitmap: Buffer, data: Buffer, differencing: boolean): DecodedVhdBlock {
+  if (isFullBitmap(bitmap)) return { index, data }
   if (differencing) return { index, data, bitmap: Buffer.from(bitmap) }
   // In a dynamic disk a clear bit means zeros, whatever bytes the producer left there.
   const cleared = Buffer.from(data)
