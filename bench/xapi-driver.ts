@@ -2,8 +2,8 @@
 // lab driver and by the simulator, with Keel on the XAPI driver connected to the simulator. Measures
 // listings and single reads of both Keels in the same run (interleaved), the connection to the pool
 // (login to ready), the delay from a rename through XAPI to the event on Keel's event stream, and a
-// raw VDI export through Keel against the simulator's own `/export_raw_vdi`, beside the same export piped by a bare
-// Node relay (bench/serve-relay-bare.ts), the ceiling of any relay on this machine.
+// raw VDI export through Keel against the simulator's own `/export_raw_vdi`, beside the same export through a bare
+// Node relay (bench/serve-relay-bare.ts: the raw export piped, the VHD export decoded), the ceiling of any relay here.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -238,21 +238,23 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
       const transfer = await download(url, headers)
       return { ...transfer, relayCpu: cpuSeconds(relay) - (before[0] ?? NaN), simulatorCpu: cpuSeconds(simulator.child) - (before[1] ?? NaN) }
     }
-    const [throughKeel, fromSimulator, asVhd, throughBare] = await interleaved(
+    const [throughKeel, fromSimulator, asVhd, throughBare, decodedBare] = await interleaved(
       options.exports,
       [
         () => timed(`${xapi.url}/rest/v0/vdis/${vdiUuid}.raw`, xapi.headers, xapiKeel.child),
         () => timed(direct, {}, xapiKeel.child),
         () => timed(client.exportUrl(vdiRef, 'vhd'), {}, xapiKeel.child),
         () => timed(`${bare.line}/pipe${new URL(direct).search}`, {}, bare.child),
+        () => timed(`${bare.line}/decode${new URL(client.exportUrl(vdiRef, 'vhd')).search}`, {}, bare.child),
       ],
       (a, b) => a.seconds < b.seconds,
     )
-    if (throughKeel === undefined || fromSimulator === undefined || asVhd === undefined || throughBare === undefined) throw new Error('no result')
+    if (throughKeel === undefined || fromSimulator === undefined || asVhd === undefined || throughBare === undefined || decodedBare === undefined) throw new Error('no result')
     expectTransfer('export through Keel', throughKeel, 200, size)
     expectTransfer('export from the simulator', fromSimulator, 200, size)
     expectTransfer('VHD export from the simulator', asVhd, 200)
     expectTransfer('export through the bare relay', throughBare, 200, size)
+    expectTransfer('VHD export decoded by the bare relay', decodedBare, 200, size)
     const cpu = (measured: { readonly relayCpu: number; readonly simulatorCpu: number }, relay = 'Keel'): string =>
       `CPU: ${relay} ${measured.relayCpu.toFixed(2)} s, simulator ${measured.simulatorCpu.toFixed(2)} s`
     const rate = (transfer: Transfer): number => options.vdiMib / transfer.seconds
@@ -268,6 +270,7 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
       `| raw VDI export, ${options.vdiMib} MiB (half data), fastest of ${options.exports} | ${rate(throughKeel).toFixed(0)} MiB/s (${cpu(throughKeel)}) | ${rate(fromSimulator).toFixed(0)} MiB/s, the simulator's \`/export_raw_vdi\` (${cpu(fromSimulator)}) | **${(rate(throughKeel) / rate(fromSimulator)).toFixed(2)}** | ≥ 0.8 | |`,
       `| the same VDI from the simulator as VHD (what Keel reads), against its raw export | ${rate(asVhd).toFixed(0)} MiB/s of disk (${cpu(asVhd)}) | ${rate(fromSimulator).toFixed(0)} MiB/s | ${(rate(asVhd) / rate(fromSimulator)).toFixed(2)} | | |`,
       `| the raw export piped by a bare Node relay pinned as Keel is (the ceiling; Keel / it: ${(rate(throughKeel) / rate(throughBare)).toFixed(2)}) | ${rate(throughBare).toFixed(0)} MiB/s (${cpu(throughBare, 'relay')}) | ${rate(fromSimulator).toFixed(0)} MiB/s | ${(rate(throughBare) / rate(fromSimulator)).toFixed(2)} | | |`,
+      `| the VHD export decoded to raw by the same relay with Keel's decoder (Keel / it: ${(rate(throughKeel) / rate(decodedBare)).toFixed(2)}) | ${rate(decodedBare).toFixed(0)} MiB/s (${cpu(decodedBare, 'relay')}) | ${rate(fromSimulator).toFixed(0)} MiB/s | ${(rate(decodedBare) / rate(fromSimulator)).toFixed(2)} | | |`,
       '',
     ].join('\n')
   } finally {
