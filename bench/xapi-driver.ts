@@ -2,7 +2,8 @@
 // lab driver and by the simulator, with Keel on the XAPI driver connected to the simulator. Measures
 // listings and single reads of both Keels in the same run (interleaved), the connection to the pool
 // (login to ready), the delay from a rename through XAPI to the event on Keel's event stream, and a
-// raw VDI export through Keel against the simulator's own `/export_raw_vdi`.
+// raw VDI export through Keel against the simulator's own `/export_raw_vdi`, beside the same export through a bare
+// Node relay (bench/serve-relay-bare.ts: the raw export piped, the VHD export decoded), the ceiling of any relay here.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -178,6 +179,9 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
       env: SERVICE_ENV,
     })
     children.push(xapiKeel.child)
+    // Started and pinned as the XAPI Keel is; idle until the exports.
+    const bare = await runScript('serve-relay-bare.js', [simulatorUrl], { core: core(options.pin, 0), stderr: 'inherit', nodeFlags: SERVICE_NODE_FLAGS, env: SERVICE_ENV })
+    children.push(bare.child)
     const [xapiUrl, connectMs] = xapiKeel.line.split(' ')
     if (xapiUrl === undefined || connectMs === undefined) throw new Error(`serve-keel-xapi printed ${xapiKeel.line}`)
     const lab = await Api.login(labKeel.url)
@@ -228,23 +232,31 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
     // The index has the VDI once its event came; a bench may poll for it.
     while ((await fetch(`${xapi.url}/rest/v0/vdis/${vdiUuid}`, { headers: xapi.headers })).status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
     const direct = client.exportUrl(vdiRef, 'raw')
-    // Each export with the CPU time the two servers spent on it: on a loaded machine the times move a lot, the CPU much less.
-    const timed = async (url: string, headers: Readonly<Record<string, string>>): Promise<Transfer & { readonly keelCpu: number; readonly simulatorCpu: number }> => {
-      const before = [cpuSeconds(xapiKeel.child), cpuSeconds(simulator.child)]
+    // Each export with the CPU time the relay (Keel or the bare one) and the simulator spent on it: on a loaded machine the times move a lot, the CPU much less.
+    const timed = async (url: string, headers: Readonly<Record<string, string>>, relay: ChildProcess): Promise<Transfer & { readonly relayCpu: number; readonly simulatorCpu: number }> => {
+      const before = [cpuSeconds(relay), cpuSeconds(simulator.child)]
       const transfer = await download(url, headers)
-      return { ...transfer, keelCpu: cpuSeconds(xapiKeel.child) - (before[0] ?? NaN), simulatorCpu: cpuSeconds(simulator.child) - (before[1] ?? NaN) }
+      return { ...transfer, relayCpu: cpuSeconds(relay) - (before[0] ?? NaN), simulatorCpu: cpuSeconds(simulator.child) - (before[1] ?? NaN) }
     }
-    const [throughKeel, fromSimulator, asVhd] = await interleaved(
+    const [throughKeel, fromSimulator, asVhd, throughBare, decodedBare] = await interleaved(
       options.exports,
-      [() => timed(`${xapi.url}/rest/v0/vdis/${vdiUuid}.raw`, xapi.headers), () => timed(direct, {}), () => timed(client.exportUrl(vdiRef, 'vhd'), {})],
+      [
+        () => timed(`${xapi.url}/rest/v0/vdis/${vdiUuid}.raw`, xapi.headers, xapiKeel.child),
+        () => timed(direct, {}, xapiKeel.child),
+        () => timed(client.exportUrl(vdiRef, 'vhd'), {}, xapiKeel.child),
+        () => timed(`${bare.line}/pipe${new URL(direct).search}`, {}, bare.child),
+        () => timed(`${bare.line}/decode${new URL(client.exportUrl(vdiRef, 'vhd')).search}`, {}, bare.child),
+      ],
       (a, b) => a.seconds < b.seconds,
     )
-    if (throughKeel === undefined || fromSimulator === undefined || asVhd === undefined) throw new Error('no result')
+    if (throughKeel === undefined || fromSimulator === undefined || asVhd === undefined || throughBare === undefined || decodedBare === undefined) throw new Error('no result')
     expectTransfer('export through Keel', throughKeel, 200, size)
     expectTransfer('export from the simulator', fromSimulator, 200, size)
     expectTransfer('VHD export from the simulator', asVhd, 200)
-    const cpu = (measured: { readonly keelCpu: number; readonly simulatorCpu: number }): string =>
-      `CPU: Keel ${measured.keelCpu.toFixed(2)} s, simulator ${measured.simulatorCpu.toFixed(2)} s`
+    expectTransfer('export through the bare relay', throughBare, 200, size)
+    expectTransfer('VHD export decoded by the bare relay', decodedBare, 200, size)
+    const cpu = (measured: { readonly relayCpu: number; readonly simulatorCpu: number }, relay = 'Keel'): string =>
+      `CPU: ${relay} ${measured.relayCpu.toFixed(2)} s, simulator ${measured.simulatorCpu.toFixed(2)} s`
     const rate = (transfer: Transfer): number => options.vdiMib / transfer.seconds
 
     const [load1, load5] = loadavg()
@@ -257,6 +269,8 @@ export async function xapiDriverBench(options: XapiDriverBenchOptions): Promise<
       `| rename through XAPI to Keel's SSE event, ${delays.length} renames one after another | p50 ${percentile(delays, 0.5).toFixed(1)} ms, p99 ${percentile(delays, 0.99).toFixed(1)} ms, max ${(delays.at(-1) ?? NaN).toFixed(1)} ms | | | | |`,
       `| raw VDI export, ${options.vdiMib} MiB (half data), fastest of ${options.exports} | ${rate(throughKeel).toFixed(0)} MiB/s (${cpu(throughKeel)}) | ${rate(fromSimulator).toFixed(0)} MiB/s, the simulator's \`/export_raw_vdi\` (${cpu(fromSimulator)}) | **${(rate(throughKeel) / rate(fromSimulator)).toFixed(2)}** | ≥ 0.8 | |`,
       `| the same VDI from the simulator as VHD (what Keel reads), against its raw export | ${rate(asVhd).toFixed(0)} MiB/s of disk (${cpu(asVhd)}) | ${rate(fromSimulator).toFixed(0)} MiB/s | ${(rate(asVhd) / rate(fromSimulator)).toFixed(2)} | | |`,
+      `| the raw export piped by a bare Node relay pinned as Keel is (the ceiling; Keel / it: ${(rate(throughKeel) / rate(throughBare)).toFixed(2)}) | ${rate(throughBare).toFixed(0)} MiB/s (${cpu(throughBare, 'relay')}) | ${rate(fromSimulator).toFixed(0)} MiB/s | ${(rate(throughBare) / rate(fromSimulator)).toFixed(2)} | | |`,
+      `| the VHD export decoded to raw by the same relay with Keel's decoder (Keel / it: ${(rate(throughKeel) / rate(decodedBare)).toFixed(2)}) | ${rate(decodedBare).toFixed(0)} MiB/s (${cpu(decodedBare, 'relay')}) | ${rate(fromSimulator).toFixed(0)} MiB/s | ${(rate(decodedBare) / rate(fromSimulator)).toFixed(2)} | | |`,
       '',
     ].join('\n')
   } finally {

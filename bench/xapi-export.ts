@@ -1,8 +1,10 @@
 // Raw VDI export through Keel on the XAPI driver against the simulator's own export (issue 28), small and
 // alternating: one simulator on a generated lab, a Keel of this build and, when given, a Keel of another
 // build (`node dist/bench/xapi-export.js [OTHER_ROOT]`, OTHER_ROOT holding its own dist/), both connected to
-// it. Each round exports the same VDI through every Keel and from the simulator directly (raw, then VHD),
-// in an order that alternates; each export's wall time and the CPU time Keel and the simulator spent on it.
+// it. Each round exports the same VDI through every Keel, through a bare Node relay (bench/serve-relay-bare.ts,
+// started as the Keels are: the ceiling of any relay here, piped and decoded from VHD) and from the simulator
+// directly (raw, then VHD), in an order that alternates; each export's wall time and the CPU time the relay
+// (Keel or bare) and the simulator spent on it, then the ratios of the fastest exports and of the median CPU.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -67,6 +69,8 @@ try {
     children.push(keel.child)
     keels.push({ ...build, child: keel.child, url: keel.line.split(' ')[0] as string })
   }
+  const bare = await script(packageRoot, 'serve-relay-bare.js', [simulatorUrl], SERVICE_NODE_FLAGS)
+  children.push(bare.child)
   const auth = { authorization: `Basic ${Buffer.from(`admin@admin.net:${PASSWORD}`).toString('base64')}` }
 
   const client = new SimulatorClient(simulatorUrl)
@@ -78,29 +82,45 @@ try {
   for (const keel of keels) while ((await fetch(`${keel.url}/rest/v0/vdis/${vdiUuid}`, { headers: auth })).status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
 
   const direct = client.exportUrl(vdiRef, 'raw')
+  const query = (format: 'raw' | 'vhd'): string => new URL(client.exportUrl(vdiRef, format)).search
   const sides = [
-    ...keels.map((keel) => ({ name: `through Keel (${keel.name})`, url: `${keel.url}/rest/v0/vdis/${vdiUuid}.raw`, headers: auth, keel: keel.child, bytes: size })),
-    { name: 'the simulator, raw', url: direct, headers: {}, keel: undefined, bytes: size },
-    { name: 'the simulator, VHD', url: client.exportUrl(vdiRef, 'vhd'), headers: {}, keel: undefined, bytes: undefined },
+    ...keels.map((keel) => ({ name: `through Keel (${keel.name})`, url: `${keel.url}/rest/v0/vdis/${vdiUuid}.raw`, headers: auth, relay: keel.child, bytes: size })),
+    { name: 'through the bare relay, raw piped', url: `${bare.line}/pipe${query('raw')}`, headers: {}, relay: bare.child, bytes: size },
+    { name: 'through the bare relay, VHD decoded', url: `${bare.line}/decode${query('vhd')}`, headers: {}, relay: bare.child, bytes: size },
+    { name: 'the simulator, raw', url: direct, headers: {}, relay: undefined, bytes: size },
+    { name: 'the simulator, VHD', url: client.exportUrl(vdiRef, 'vhd'), headers: {}, relay: undefined, bytes: undefined },
   ]
-  type Run = { readonly seconds: number; readonly keel: Cpu; readonly simulator: Cpu }
+  type Run = { readonly seconds: number; readonly relay: Cpu; readonly simulator: Cpu }
   const results = new Map<string, Run[]>()
   for (let round = 0; round < rounds; round++) {
     for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
-      const before = { keel: cpuOf(side.keel), simulator: cpuOf(simulator.child) }
+      const before = { relay: cpuOf(side.relay), simulator: cpuOf(simulator.child) }
       const transfer = await download(side.url, side.headers)
       expectTransfer(side.name, transfer, 200, side.bytes)
-      const result = { seconds: transfer.seconds, keel: spent(before.keel, cpuOf(side.keel)), simulator: spent(before.simulator, cpuOf(simulator.child)) }
+      const result = { seconds: transfer.seconds, relay: spent(before.relay, cpuOf(side.relay)), simulator: spent(before.simulator, cpuOf(simulator.child)) }
       results.set(side.name, [...(results.get(side.name) ?? []), result])
     }
   }
   const [load1] = loadavg()
   const lines = [`${vdiMib} MiB VDI (half data), ${rounds} alternating rounds, load average ${load1?.toFixed(1)} at the end; per export: wall s, then CPU s as user + system`, '']
-  lines.push('| export | wall time, each round | Keel CPU | simulator CPU |', '|---|---|---|---|')
+  lines.push('| export | wall time, each round | relay CPU (Keel or bare) | simulator CPU |', '|---|---|---|---|')
   const cpu = (used: Cpu): string => `${used.user.toFixed(2)}+${used.system.toFixed(2)}`
   for (const [name, runs] of results) {
     const list = (pick: (run: Run) => string): string => runs.map(pick).join(', ')
-    lines.push(`| ${name} | ${list((run) => run.seconds.toFixed(2))} | ${list((run) => cpu(run.keel))} | ${list((run) => cpu(run.simulator))} |`)
+    lines.push(`| ${name} | ${list((run) => run.seconds.toFixed(2))} | ${list((run) => cpu(run.relay))} | ${list((run) => cpu(run.simulator))} |`)
+  }
+  // Rates from each side's fastest export (the least disturbed by the machine's load), CPU from its median export.
+  const rate = (name: string): number => vdiMib / Math.min(...(results.get(name) ?? []).map((run) => run.seconds))
+  const median = (name: string, pick: (run: Run) => Cpu): number => {
+    const sorted = (results.get(name) ?? []).map((run) => pick(run).user + pick(run).system).sort((a, b) => a - b)
+    return sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN
+  }
+  const simulatorRaw = rate('the simulator, raw')
+  const barePiped = rate('through the bare relay, raw piped')
+  lines.push('', '| export | fastest, MiB/s | / the simulator, raw | / the bare relay, raw piped | relay CPU s, median | simulator CPU s, median |', '|---|---|---|---|---|---|')
+  for (const name of results.keys()) {
+    const own = rate(name)
+    lines.push(`| ${name} | ${own.toFixed(0)} | ${(own / simulatorRaw).toFixed(2)} | ${(own / barePiped).toFixed(2)} | ${median(name, (run) => run.relay).toFixed(2)} | ${median(name, (run) => run.simulator).toFixed(2)} |`)
   }
   process.stdout.write(lines.join('\n') + '\n')
 } finally {
