@@ -33,11 +33,11 @@ const WRITE_BYTES = 1024 * 1024
  * closes the file.
  *
  * With `syncEvery`, the kernel writes the file back while the work goes on:
- * an archive under the page cache's background threshold (10 % of memory
- * here) was otherwise written back only by the final sync, its slot of the
- * job idle meanwhile. At most one sync runs at a time; one that fails fails
- * the write, since a later sync of the same file may no longer report the
- * pages it lost.
+ * an archive under the page cache's background threshold (10 % of the
+ * available memory here) was otherwise written back only by the final sync,
+ * its slot of the job idle meanwhile. At most one sync runs at a time; one
+ * that fails fails the write, since a later sync of the same file may no
+ * longer report the pages it lost.
  */
 export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer>, { writeBytes = WRITE_BYTES, each, syncEvery }: ChunkWriteOptions = {}): Promise<number> {
   const access = fileHandleAccess(file)
