@@ -7,6 +7,11 @@ export interface ChunkWriteOptions {
   readonly writeBytes?: number
   /** sees each chunk, in order, before it is written (a checksum taken here) */
   readonly each?: (chunk: Buffer) => void
+  /**
+   * bytes after which the file's `datasync` is started, the writes going on
+   * meanwhile; the caller's last sync then has only the tail to wait for
+   */
+  readonly syncEvery?: number
 }
 
 /**
@@ -26,19 +31,49 @@ const WRITE_BYTES = 1024 * 1024
  * a delta job's CPU with two in flight). On a failure, the write under way
  * settles before the error is thrown, so none runs on after the caller
  * closes the file.
+ *
+ * With `syncEvery`, the kernel writes the file back while the work goes on:
+ * an archive under the page cache's background threshold (10 % of the
+ * available memory here) was otherwise written back only by the final sync,
+ * its slot of the job idle meanwhile. At most one sync runs at a time; one
+ * that fails fails the write, since a later sync of the same file may no
+ * longer report the pages it lost.
  */
-export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer>, { writeBytes = WRITE_BYTES, each }: ChunkWriteOptions = {}): Promise<number> {
+export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer>, { writeBytes = WRITE_BYTES, each, syncEvery }: ChunkWriteOptions = {}): Promise<number> {
   const access = fileHandleAccess(file)
   let running: Promise<void> = Promise.resolve()
   let position = 0
   let batch: Buffer[] = []
   let batched = 0
+  let syncing: Promise<void> | undefined
+  let syncedTo = 0
+  let syncFailure: { readonly error: unknown } | undefined
+  const throwSyncFailure = (): void => {
+    if (syncFailure !== undefined) throw syncFailure.error
+  }
+  /** Once the bytes up to `end` are written: a sync of them, unless one runs or too few are new. */
+  const written = (end: number): void => {
+    if (syncEvery === undefined || syncing !== undefined || end - syncedTo < syncEvery) return
+    syncedTo = end
+    syncing = file.datasync().then(
+      () => {
+        syncing = undefined
+      },
+      (error: unknown) => {
+        syncFailure ??= { error }
+        syncing = undefined
+      },
+    )
+  }
   /** Starts writing the batch once the last write is done; `done` are the chunks it ends, given back once it is. */
   const flush = async (done: readonly Buffer[]): Promise<void> => {
     await running
+    throwSyncFailure()
     const pieces = batch
+    const end = position + batched
     running = access.write(position, pieces).then(() => {
       for (const chunk of done) giveBack(chunk)
+      written(end)
     })
     // Awaited by the next flush or at the end; marked handled so a failure meanwhile is not reported as unhandled.
     running.catch(() => undefined)
@@ -65,8 +100,11 @@ export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer
     }
     if (batched > 0) await flush(ending)
     await running
+    await syncing
+    throwSyncFailure()
     return position
   } finally {
     await running.catch(() => undefined)
+    await syncing
   }
 }

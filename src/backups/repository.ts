@@ -60,11 +60,20 @@ const MAX_CHAIN = 10_000
 // holding the folder is a leftover of a writer that died.
 const folderLocks = new KeyedLock<string>()
 
+/**
+ * Bytes of an archive's file between the syncs started while it is written
+ * (chunk-writer.ts): its write-back then overlaps the work, and the final
+ * sync waits for the tail only. With 64 MiB, a 1 GiB archive's final sync
+ * took 2-49 ms against 449-976 ms with none, at no measurable CPU; 256 MiB
+ * left tails of up to 159 ms for no gain (bench/RESULTS.md, wip/s38-backup).
+ */
+const SYNC_EVERY = 64 * 1024 * 1024
+
 /** A new file of `chunks` (lent: each given back once on disk), synced before this settles; returns its size. */
-async function writeSynced(path: string, chunks: AsyncIterable<Buffer>, options?: ChunkWriteOptions): Promise<number> {
+async function writeSynced(path: string, chunks: AsyncIterable<Buffer>, options: ChunkWriteOptions = {}): Promise<number> {
   const file = await open(path, 'wx')
   try {
-    const size = await writeChunks(file, chunks, options)
+    const size = await writeChunks(file, chunks, { syncEvery: SYNC_EVERY, ...options })
     // The data and the size; the name is made durable by the folder's sync, before the metadata names the file.
     await file.datasync()
     return size

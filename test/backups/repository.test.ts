@@ -1,6 +1,7 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
+import { open, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { gunzipSync } from 'node:zlib'
@@ -200,6 +201,39 @@ t.test('nothing half-written is ever visible', async (t) => {
   writeFileSync(join(root, VM_DIR, '.0123456789ab.tmp'), 'a replacement cut short')
   await repository.clean()
   t.same(filesUnder(root), before, 'clean removes what a run cut short left')
+})
+
+t.test('an archive’s data is synced before anything names it, and a failed sync leaves nothing', async (t) => {
+  const root = copyOfFixture(t)
+  const repository = new LocalRepository(root, [root])
+  const full = (await repository.listArchives())[0]
+  if (full?.metadata.mode !== 'full') throw new Error('unexpected fixture')
+  const handle = await open(root, 'r')
+  const prototype = Object.getPrototypeOf(handle) as FileHandle
+  await handle.close()
+  const datasync = prototype.datasync
+  t.teardown(() => {
+    prototype.datasync = datasync
+  })
+  // At each sync of an archive's data, the names in its folder that a reader could find it by.
+  const named: string[][] = []
+  let failing = false
+  prototype.datasync = function (this: FileHandle): Promise<void> {
+    named.push(readdirSync(join(root, VM_DIR)).filter((name) => /^2026010[56]/.test(name)))
+    if (failing) return Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
+    return datasync.call(this)
+  }
+  const xva = (): Readable => Readable.from([Buffer.alloc(4096)])
+  await repository.writeFull({ ...full.metadata, timestamp: Date.UTC(2026, 0, 5) }, xva())
+  t.same(named, [[]], 'one sync of the data, before any name of the archive exists')
+  t.same(readdirSync(join(root, VM_DIR)).filter((name) => /^2026010[56]/.test(name)).sort(), ['20260105T000000Z.json', '20260105T000000Z.xva', '20260105T000000Z.xva.checksum'])
+
+  const before = filesUnder(root)
+  const archives = (await repository.listArchives()).map((entry) => entry.metadataPath)
+  failing = true
+  await t.rejects(repository.writeFull({ ...full.metadata, timestamp: Date.UTC(2026, 0, 6) }, xva()), { code: 'EIO' })
+  t.same(filesUnder(root), before, 'nothing is left, not even a temporary file')
+  t.same((await repository.listArchives()).map((entry) => entry.metadataPath), archives, 'no archive listed but the ones before')
 })
 
 t.test('clean leaves what Keel did not write, and never deletes through a link', async (t) => {
