@@ -83,6 +83,11 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
 }
 
+/** CPU time a process's main thread has used, ms (schedstat: what it ran, whatever else the machine runs). */
+function mainThreadCpuMs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6
+}
+
 /** VmRSS of a process, bytes. */
 function rss(pid: number): number {
   const line = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -117,29 +122,39 @@ async function loopDelay(api: Api): Promise<{ p99: number; max: number }> {
   return { p99: stat('p99'), max: stat('max') }
 }
 
-/** A rename every 50 ms while `connections` clients list VMs: how many were answered, and how fast; Keel's event-loop delay over the writes. */
+/**
+ * A rename every 50 ms while `connections` clients list VMs: how many were answered, and how fast;
+ * Keel's event-loop delay over the writes; and the CPU Keel's main thread used while each rename
+ * was pending (what it waited behind, plus its own work), which a loaded machine does not stretch.
+ */
 async function writesUnderReads(
   options: ScaleOptions,
   api: Api,
   path: string,
   vmId: string,
-): Promise<{ sent: number; answered: number; p50: number; p99: number; max: number; listings: LoadResult; loop: { p99: number; max: number } }> {
+  pid: number,
+): Promise<{ sent: number; answered: number; p50: number; p99: number; max: number; cpuP50: number; cpuP99: number; listings: LoadResult; loop: { p99: number; max: number } }> {
   const reading = load(options, api.url + path, { ...api.headers })
   // The load child warms up first; the writes start with its measured run.
   await new Promise((resolve) => setTimeout(resolve, Math.min(3, options.duration) * 1000))
   // A scrape resets the delay histogram: the one after the writes covers them alone.
   await loopDelay(api)
   const times: number[] = []
+  const cpu: number[] = []
   const pending: Array<Promise<void>> = []
   let sent = 0
   const end = performance.now() + options.duration * 1000
   while (performance.now() < end) {
     const started = performance.now()
+    const cpuBefore = mainThreadCpuMs(pid)
     sent++
     pending.push(
       fetch(`${api.url}/rest/v0/vms/${vmId}`, { method: 'PATCH', headers: { ...api.headers, 'content-type': 'application/json' }, body: JSON.stringify({ nameLabel: `renamed-${sent}` }) }).then(async (response) => {
         await response.arrayBuffer()
-        if (response.status === 204) times.push(performance.now() - started)
+        if (response.status === 204) {
+          times.push(performance.now() - started)
+          cpu.push(mainThreadCpuMs(pid) - cpuBefore)
+        }
       }),
     )
     await new Promise((resolve) => setTimeout(resolve, 50))
@@ -148,7 +163,18 @@ async function writesUnderReads(
   const loop = await loopDelay(api)
   const listings = await reading
   times.sort((a, b) => a - b)
-  return { sent, answered: times.length, p50: percentile(times, 0.5), p99: percentile(times, 0.99), max: times[times.length - 1] ?? NaN, listings, loop }
+  cpu.sort((a, b) => a - b)
+  return {
+    sent,
+    answered: times.length,
+    p50: percentile(times, 0.5),
+    p99: percentile(times, 0.99),
+    max: times[times.length - 1] ?? NaN,
+    cpuP50: percentile(cpu, 0.5),
+    cpuP99: percentile(cpu, 0.99),
+    listings,
+    loop,
+  }
 }
 
 export async function scaleBench(options: ScaleOptions): Promise<string> {
@@ -218,13 +244,14 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
     }
     if (newFilterLine !== '') lines.push('', newFilterLine)
     keel.mark('writes under reads')
-    const fairness = await writesUnderReads(options, api, listing, vmId)
+    const fairness = await writesUnderReads(options, api, listing, vmId, pid)
     lines.push(
       '',
       `Writes under read saturation: a PATCH every 50 ms while ${options.connections} connections list running VMs (each rename makes the next listings uncached):`,
       `${fairness.answered} of ${fairness.sent} renames answered 204, p50 ${fairness.p50.toFixed(1)} ms, p99 ${fairness.p99.toFixed(1)} ms, max ${fairness.max.toFixed(1)} ms;`,
       `listings meanwhile ${fairness.listings.requests.toFixed(0)} req/s, p99 ${fairness.listings.p99.toFixed(1)} ms, ${fairness.listings.errors} answered 503 or failed;`,
-      `Keel's event-loop delay over the writes (its /metrics): p99 ${fairness.loop.p99.toFixed(1)} ms, max ${fairness.loop.max.toFixed(1)} ms.`,
+      `Keel's event-loop delay over the writes (its /metrics): p99 ${fairness.loop.p99.toFixed(1)} ms, max ${fairness.loop.max.toFixed(1)} ms;`,
+      `Keel's main-thread CPU while a rename was pending: p50 ${fairness.cpuP50.toFixed(1)} ms, p99 ${fairness.cpuP99.toFixed(1)} ms.`,
     )
     return lines.join('\n') + '\n'
   } finally {

@@ -142,31 +142,35 @@ export class ListingIndex {
     this.#values.clear()
   }
 
-  /** Records replaced in place patched where they stand; false when the collection gained, lost or reordered records. */
+  /**
+   * Records replaced in place patched where they stand; false when the
+   * collection gained, lost or reordered records. Ids are read only where
+   * the record is a new object: reading every record's id took a cache miss
+   * per record, 2 to 5 ms at 50,000 VMs in the first slice of the listing
+   * after each rename, which a write arriving then waited behind (bench/RESULTS.md).
+   */
   #patch(list: () => Iterable<XoRecord>): boolean {
     const known = this.#records
-    const changed: number[] = []
+    const positions: number[] = []
+    const replacements: XoRecord[] = []
     let at = 0
     for (const record of list()) {
       const before = known[at]
-      if (before === undefined || before.id !== record.id) return false
       if (before !== record) {
-        changed.push(at)
-        if (changed.length > PATCH_FEW + known.length * PATCH_SHARE) return false
+        if (before === undefined || before.id !== record.id) return false
+        positions.push(at)
+        replacements.push(record)
+        if (positions.length > PATCH_FEW + known.length * PATCH_SHARE) return false
       }
       at++
     }
     if (at !== known.length) return false
     // Only now that the whole order is known to be the same are the records replaced.
-    let index = 0
-    let next = 0
-    for (const record of list()) {
-      if (index === changed[next]) {
-        next++
-        known[index] = record
-        this.#repatch(index, record)
-      }
-      index++
+    for (let i = 0; i < positions.length; i++) {
+      const position = positions[i]!
+      const record = replacements[i]!
+      known[position] = record
+      this.#repatch(position, record)
     }
     return true
   }

@@ -100,6 +100,29 @@ t.test('a new version: records replaced in place are patched, a record added or 
   t.equal(lists, calls)
 })
 
+t.test('a patch reads the ids of replaced records only: every other record is known by identity', async (t) => {
+  let reads = 0
+  const counted = (id: number, fields: Record<string, unknown>): XoRecord => {
+    const record = vm(id, fields)
+    return Object.defineProperty(record, 'id', {
+      enumerable: true,
+      get: () => {
+        reads++
+        return `vm-${id}`
+      },
+    })
+  }
+  const v1 = Array.from({ length: 1000 }, (_, i) => counted(i, { power_state: i % 2 === 0 ? 'Running' : 'Halted' }))
+  const running = planFilter('power_state:Running').terms
+  const index = new ListingIndex()
+  t.equal(kept(index.candidates('1', () => v1, running)).length, 500)
+  reads = 0
+  const v2 = v1.map((record, i) => (i === 1 || i === 700 ? counted(i, { power_state: 'Running' }) : record))
+  const candidates = index.candidates('2', () => v2, running)
+  t.equal(reads, 4, 'the ids of the two replaced records and of the two they replaced')
+  t.same(kept(candidates), v2.filter((record) => record['power_state'] === 'Running'), 'the replaced records patched where they stand')
+})
+
 t.test('texts are kept by position until their record changes, up to a byte bound', async (t) => {
   const index = new ListingIndex()
   const v1 = [vm(1, { power_state: 'Running', name_label: 'a' }), vm(2, { power_state: 'Running', name_label: 'b' })]
