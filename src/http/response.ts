@@ -28,11 +28,11 @@ export class KeelResponse<Request extends IncomingMessage = IncomingMessage> ext
   writeBodyHead(statusCode: number, contentType: string, contentLength: number): void {
     // node makes every response's queue with one array literal, and V8 decides per literal where its objects
     // start: once uncached listings at 50 connections have kept many of those queues alive for a while, every
-    // later queue starts in the old generation, where the head queued in it outlives the request and is
-    // copied out of the young generation twice: 210 bytes a single read, then full collections
-    // (bench/RESULTS.md, 2026-11-27, issue 30). Array.of builds the array without a literal, so it starts
-    // young whatever V8 decided. A queue that already holds something (a response waiting behind an
-    // earlier one on its connection) is kept.
+    // later queue starts in the old generation. The head queued in it is then kept by the young collections
+    // until they move it to the old generation too: about 220 bytes a single read, and full collections
+    // after them (bench/RESULTS.md, 2026-11-27, issue 30). Array.of builds the array without a literal, so
+    // it starts young whatever V8 decided. A queue that already holds something (a response waiting behind
+    // an earlier one on its connection) is kept.
     if (this.outputData.length === 0) this.outputData = Array.of()
     // Literal keys: a computed one makes V8 build the object the slow way.
     super.writeHead(statusCode, { 'Content-Type': contentType, 'Content-Length': contentLength, 'X-Request-Id': this.requestId })
