@@ -52,21 +52,37 @@ async function generate(dataDir: string, { vms, hosts, pin }: ScaleOptions): Pro
  * process (`--trace-gc --trace-incremental-marking`, which V8 prints on stdout) and
  * `BENCH_SCALE_KEEL_LOG` names a file that gets Keel's stdout with a line at each phase's start,
  * in ms since Keel's spawn (V8's own lines count from the isolate's start, a few ms later).
+ * With `--trace-gc-nvp` among the flags, the bench also prints Keel's full collections and bytes promoted
+ * (young objects that survived into the old generation) per response in each row.
  */
 const traceFlags = (process.env['BENCH_SCALE_KEEL_FLAGS'] ?? '').split(' ').filter((flag) => flag !== '')
 const traceFile = process.env['BENCH_SCALE_KEEL_LOG']
 
-/** `keel serve` on the data directory: the child, its URL, the ms from spawn to its "listening" line, and `mark` to note a phase in the trace. */
-async function serve(dataDir: string, pin: boolean): Promise<{ child: ChildProcess; url: string; ms: number; mark: (phase: string) => void }> {
+const tracesCollections = traceFlags.includes('--trace-gc-nvp')
+
+interface Collections {
+  readonly full: number
+  readonly promoted: number
+}
+
+/**
+ * `keel serve` on the data directory: the child, its URL, the ms from spawn to its "listening" line, `mark` to note
+ * a phase in the trace, and the collections V8 traced so far (with `--trace-gc-nvp`).
+ */
+async function serve(dataDir: string, pin: boolean): Promise<{ child: ChildProcess; url: string; ms: number; mark: (phase: string) => void; collections: () => Collections }> {
   const started = performance.now()
   const [command, args] = pinned(pin, 0, [process.execPath, ...SERVICE_NODE_FLAGS, ...traceFlags, cli, 'serve', '--data-dir', dataDir, '--port', '0'])
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'ignore'], env })
   const trace: WriteStream | undefined = traceFile === undefined ? undefined : createWriteStream(traceFile)
   if (trace !== undefined) child.once('exit', () => trace.end())
+  let full = 0
+  let promoted = 0
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`keel serve exited with ${code}`)))
     createInterface({ input: child.stdout! }).on('line', (line) => {
       trace?.write(line + '\n')
+      if (line.includes(' gc=mc ')) full++
+      promoted += Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0)
       const found = /listening on (\S+)/.exec(line)
       if (found?.[1] !== undefined) resolve(found[1])
     })
@@ -74,7 +90,7 @@ async function serve(dataDir: string, pin: boolean): Promise<{ child: ChildProce
   const mark = (phase: string): void => {
     trace?.write(`# bench ${(performance.now() - started).toFixed(0)} ms: ${phase}\n`)
   }
-  return { child, url, ms: performance.now() - started, mark }
+  return { child, url, ms: performance.now() - started, mark, collections: () => ({ full, promoted }) }
 }
 
 /** CPU time (user and system) a process has used, ms. */
@@ -187,16 +203,20 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
     children.push(keel.child)
     const pid = keel.child.pid as number
     const idle = rss(pid)
+    const startCpu = cpuMs(pid)
     const api = await Api.login(keel.url)
     keel.mark('full listing (fields=*)')
+    const fullCpuBefore = cpuMs(pid)
     const full = await fetch(`${keel.url}/rest/v0/vms?fields=*`, { headers: api.headers })
     const fullBytes = (await full.arrayBuffer()).byteLength
+    const fullCpu = cpuMs(pid) - fullCpuBefore
     const listed = rss(pid)
     const pools = await api.expect<Array<{ id: string }>>('GET', '/rest/v0/pools?fields=id', 200)
     lines.push('| measure | value |', '|---|---|')
     lines.push(`| \`keel lab generate --vms ${options.vms} --hosts ${options.hosts}\` | ${seconds(generated)} s, ${pools.length} pools |`)
-    lines.push(`| \`keel serve\`: spawn to listening | ${seconds(keel.ms)} s |`)
-    lines.push(`| RSS after start; after one full listing (${mib(fullBytes)} MiB of JSON) | ${mib(idle)} MiB; ${mib(listed)} MiB |\n`)
+    lines.push(`| \`keel serve\`: spawn to listening; Keel's CPU until then | ${seconds(keel.ms)} s; ${seconds(startCpu)} s |`)
+    lines.push(`| RSS after start; after one full listing (${mib(fullBytes)} MiB of JSON) | ${mib(idle)} MiB; ${mib(listed)} MiB |`)
+    lines.push(`| Keel's CPU for that full listing | ${fullCpu.toFixed(0)} ms |\n`)
 
     const running = await api.expect<Array<{ id: string }>>('GET', '/rest/v0/vms?fields=id&filter=power_state:Running&limit=1', 200)
     const vmId = running[0]?.id
@@ -210,6 +230,7 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
       { name: 'pool dashboard', path: `/rest/v0/pools/${pools[0]?.id ?? ''}/dashboard`, extra: {} },
     ]
     let newFilterLine = ''
+    const collectionsByRow: string[] = []
     // Keel's CPU per response, warm-up included: what a change to Keel's work shows whatever else the machine runs.
     lines.push('| route | Keel req/s | Keel p99 ms | bare req/s | bare p99 ms | Keel / bare | non-2xx or errors | Keel CPU µs / response |', '|---|---|---|---|---|---|---|---|')
     // `BENCH_SCALE_WRITES_ONLY=1`: only the writes under reads (issue 30's write fairness), to compare trees a run at a time.
@@ -219,8 +240,13 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
       writeFileSync(file, Buffer.from(await response.arrayBuffer()))
       keel.mark(`Keel: ${item.name} (3 s warm-up, then measured)`)
       const cpuBefore = cpuMs(pid)
+      const collectionsBefore = keel.collections()
       const keelResult = await load(options, keel.url + item.path, { ...api.headers }, item.extra)
       const cpuPerResponse = ((cpuMs(pid) - cpuBefore) * 1000) / keelResult.answered
+      const collectionsAfter = keel.collections()
+      collectionsByRow.push(
+        `${item.name}: ${collectionsAfter.full - collectionsBefore.full}, ${((collectionsAfter.promoted - collectionsBefore.promoted) / keelResult.answered).toFixed(0)} B`,
+      )
       keel.mark(`bare server: ${item.name}`)
       const startBare = (): ReturnType<typeof startServer> =>
         startServer('serve-bare.js', [file, response.headers.get('content-type') ?? 'application/json', response.headers.get('x-request-id') ?? ''], options.pin, 'inherit')
@@ -243,6 +269,9 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
       }
     }
     if (newFilterLine !== '') lines.push('', newFilterLine)
+    if (tracesCollections && collectionsByRow.length > 0) {
+      lines.push('', `Keel's full collections, and bytes promoted a response, in each row, warm-up included (V8's --trace-gc-nvp): ${collectionsByRow.join('; ')}.`)
+    }
     keel.mark('writes under reads')
     const fairness = await writesUnderReads(options, api, listing, vmId, pid)
     lines.push(
