@@ -8,7 +8,7 @@ import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, startServer } from '../helpers/serv
 
 // A whole body's head waits in a queue of the response's own, not in the one node made with the
 // response, which V8 may have made old (src/http/response.ts).
-const queues: Array<{ made: unknown[]; used: unknown[] }> = []
+const queues: Array<{ made: unknown[] | undefined; used: unknown[] | undefined }> = []
 
 const bodyOf = (name: string): Buffer => Buffer.from(JSON.stringify({ name, padding: 'p'.repeat(200) }))
 
