@@ -24,9 +24,11 @@ export interface FaultSettings {
   readonly stall_transfers?: boolean
   /** the next disk export to send more than this many bytes stops there and sends nothing more, its connection open */
   readonly stall_next_export_after?: number
+  /** the next request for this path that comes on a connection which served one before is reset unread: a keep-alive connection the host closed as it was reused */
+  readonly reset_next_reused?: string
 }
 
-const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after', 'stop_master', 'stop_member', 'pause_master', 'stall_transfers', 'stall_next_export_after'] as const
+const KEYS = ['invalidate_sessions', 'lose_events', 'delay_ms', 'reset_next_export_after', 'stop_master', 'stop_member', 'pause_master', 'stall_transfers', 'stall_next_export_after', 'reset_next_reused'] as const
 
 const limitBody = 4096
 
@@ -43,6 +45,9 @@ export class Faults {
   #resetAfter: number | undefined
   #stallAfter: number | undefined
   #stalling = false
+  #resetReused: string | undefined
+  /** the connections that have carried a request */
+  readonly #served = new WeakSet<Socket>()
 
   constructor(services: Services, roles: PoolRoles) {
     this.#services = services
@@ -79,6 +84,7 @@ export class Faults {
   }
 
   handle(request: IncomingMessage, response: ServerResponse): boolean {
+    if (this.#resetsReused(request)) return true
     if (!isFaultRequest(request)) return false
     const answer = (status: number, body: unknown): void => {
       const text = JSON.stringify(body)
@@ -103,9 +109,20 @@ export class Faults {
     })
     request.on('end', () => {
       const problem = this.#apply(text, request.socket)
-      if (problem === undefined) answer(200, { delay_ms: this.#delay, reset_next_export_after: this.#resetAfter ?? null })
+      if (problem === undefined) answer(200, { delay_ms: this.#delay, reset_next_export_after: this.#resetAfter ?? null, reset_next_reused: this.#resetReused ?? null })
       else answer(400, { error: problem })
     })
+    return true
+  }
+
+  /** Resets the request `reset_next_reused` waits for, once: one that came on a connection already used. */
+  #resetsReused(request: IncomingMessage): boolean {
+    const { socket } = request
+    const reused = this.#served.has(socket)
+    this.#served.add(socket)
+    if (!reused || this.#resetReused === undefined || new URL(request.url ?? '/', 'http://simulator').pathname !== this.#resetReused) return false
+    this.#resetReused = undefined
+    socket.resetAndDestroy()
     return true
   }
 
@@ -120,7 +137,7 @@ export class Faults {
     const settings = body as Record<string, unknown>
     const unknown = Object.keys(settings).filter((key) => !KEYS.some((known) => known === key))
     if (unknown.length > 0) return `unknown settings: ${unknown.join(', ')}`
-    const { invalidate_sessions: invalidate, lose_events: lose, delay_ms: delay, reset_next_export_after: reset, stop_master: stop, stop_member: member, pause_master: pause, stall_transfers: stall, stall_next_export_after: stallAfter } = settings
+    const { invalidate_sessions: invalidate, lose_events: lose, delay_ms: delay, reset_next_export_after: reset, stop_master: stop, stop_member: member, pause_master: pause, stall_transfers: stall, stall_next_export_after: stallAfter, reset_next_reused: resetReused } = settings
     if (invalidate !== undefined && typeof invalidate !== 'boolean') return 'invalidate_sessions is a boolean'
     if (lose !== undefined && typeof lose !== 'boolean') return 'lose_events is a boolean'
     const count = (value: unknown): boolean => value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0)
@@ -133,6 +150,7 @@ export class Faults {
     if (pause !== undefined && (stop !== undefined || member !== undefined)) return 'pause_master is set without stop_master or stop_member'
     if (stall !== undefined && typeof stall !== 'boolean') return 'stall_transfers is a boolean'
     if (!count(stallAfter)) return 'stall_next_export_after is a whole number of bytes'
+    if (resetReused !== undefined && (typeof resetReused !== 'string' || !resetReused.startsWith('/'))) return 'reset_next_reused is a path'
     // The settings that can be refused for the pool's state, so tried first: then nothing else is applied either.
     const refused = stop === true ? this.#roles.stopMaster() : member === undefined ? undefined : this.#roles.stopMember(member)
     if (refused !== undefined) return refused
@@ -145,6 +163,7 @@ export class Faults {
     if (pause === false) this.#roles.resumeMaster()
     if (typeof stall === 'boolean') this.#stalling = stall
     if (typeof stallAfter === 'number') this.#stallAfter = stallAfter
+    if (typeof resetReused === 'string') this.#resetReused = resetReused
     return undefined
   }
 }

@@ -87,7 +87,8 @@ function srFiles(server: TestServer, sr: string): string[] {
 }
 
 t.test('disk streams over the lab', async (t) => {
-  const server = await startServer()
+  // Outside tools run with spawnSync block the process past the server's keep-alive.
+  const server = await startServer({ keepAlive: false })
   t.teardown(() => server.close())
   const demo = await demoIds(server)
 

@@ -94,7 +94,8 @@ async function vhdExport(server: TestServer, vdi: Vdi): Promise<Buffer> {
 }
 
 t.test('disk export and import', async (t) => {
-  const server = await startServer()
+  // Outside tools run with spawnSync block the process past the server's keep-alive.
+  const server = await startServer({ keepAlive: false })
   t.teardown(() => server.close())
   const vdi = await smallestVdi(server)
   const last = blockCount(vdi.size) - 1

@@ -50,6 +50,13 @@ export interface StartOptions {
   clock?: ManualClock
   /** under xapi, ms a step of the simulator's lab takes (default 1): the lab's `stepDelay` for the pool behind the driver */
   simulatorStepDelay?: number
+  /**
+   * false: each request of `request` and `json` on a connection of its own (`connection: close`), for
+   * a test that blocks its process (an outside tool run with spawnSync) past the server's 5 s
+   * keep-alive: fetch would reuse a pooled socket the server closes as the process wakes, and the
+   * request would fail with ECONNRESET (issue 28).
+   */
+  keepAlive?: boolean
 }
 
 /**
@@ -137,6 +144,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     if (auth !== null && !headers.has('authorization') && !headers.has('cookie')) {
       headers.set('authorization', auth ?? adminAuth)
     }
+    if (options.keepAlive === false && !headers.has('connection')) headers.set('connection', 'close')
     return fetch(url + path, { redirect: 'manual', ...rest, headers })
   }
   // A test closes its server itself; a teardown closing it again (after a failure midway) waits for the same close.

@@ -32,7 +32,7 @@ t.test('injected faults: sessions invalidated, events lost, a delay, an export c
   const vm = (await xapi.call<string[]>('VM.get_all', [session]))[0]
   await xapi.call('VM.add_to_other_config', [session, vm, 'k', 'v'])
 
-  t.same(await inject(xapi, { lose_events: true }), { status: 200, body: { delay_ms: 0, reset_next_export_after: null } })
+  t.same(await inject(xapi, { lose_events: true }), { status: 200, body: { delay_ms: 0, reset_next_export_after: null, reset_next_reused: null } })
   t.same(await xapi.json('event.from', [session, ['vm'], token, 0]), { error: ['EVENTS_LOST'] })
   const fresh = await xapi.call<{ token: string }>('event.from', [session, ['vm'], '', 0])
   t.same((await xapi.call<{ events: unknown[] }>('event.from', [session, ['vm'], fresh.token, 0])).events, [], 'a token from after the loss works')
@@ -41,7 +41,7 @@ t.test('injected faults: sessions invalidated, events lost, a delay, an export c
   t.same(await xapi.json('VM.get_all', [session]), { error: ['SESSION_INVALID', session] })
   const again = await xapi.login()
 
-  t.same(await inject(xapi, { delay_ms: 20 }), { status: 200, body: { delay_ms: 20, reset_next_export_after: null } })
+  t.same(await inject(xapi, { delay_ms: 20 }), { status: 200, body: { delay_ms: 20, reset_next_export_after: null, reset_next_reused: null } })
   t.ok((await xapi.call<string[]>('VM.get_all', [again])).length > 0, 'delayed calls still answer')
   await inject(xapi, { delay_ms: 0 })
 
@@ -66,7 +66,7 @@ t.test('the fault endpoint refuses strangers and bad settings, changing nothing'
   const session = await xapi.login()
   t.equal((await inject(xapi, { invalidate_sessions: true }, 'Basic ' + Buffer.from('root:wrong').toString('base64'))).status, 401)
   t.equal((await inject(xapi, { invalidate_sessions: true }, '')).status, 401)
-  for (const body of ['nope', '[]', { invalidate_sessions: 'yes' }, { delay_ms: -1 }, { reset_next_export_after: 1.5 }, { invalidate_sessions: true, shout: 1 }]) {
+  for (const body of ['nope', '[]', { invalidate_sessions: 'yes' }, { delay_ms: -1 }, { reset_next_export_after: 1.5 }, { reset_next_reused: 'rrd_updates' }, { reset_next_reused: true }, { invalidate_sessions: true, shout: 1 }]) {
     t.equal((await inject(xapi, body)).status, 400, JSON.stringify(body))
   }
   t.equal((await fetch(`${xapi.url}/simulator/faults`, { headers: { authorization: root } })).status, 405)
@@ -101,7 +101,7 @@ t.test('a stopped master resets every connection; the next host serves as master
   t.equal(await masterAddress('127.0.0.3'), '127.0.0.3')
   const refused = await inject(xapi, { stop_master: true, delay_ms: 50 }, root, at('127.0.0.3'))
   t.match(refused, { status: 400, body: { error: /no other host/ } }, 'the last host cannot stop')
-  t.same((await inject(xapi, {}, root, at('127.0.0.3'))).body, { delay_ms: 0, reset_next_export_after: null }, 'and the refused request changed nothing')
+  t.same((await inject(xapi, {}, root, at('127.0.0.3'))).body, { delay_ms: 0, reset_next_export_after: null, reset_next_reused: null }, 'and the refused request changed nothing')
   t.equal(await masterAddress('127.0.0.3'), '127.0.0.3', 'the last host still serves')
   t.equal((await inject(xapi, { stop_master: false }, root, at('127.0.0.3'))).status, 400, 'a stopped master stays stopped')
 })
@@ -120,7 +120,7 @@ t.test('stop_member: that member resets every connection, the master keeps its r
     [{ stop_member: 2 }, /stop_member is a member's address/],
     [{ stop_member: '127.0.0.2', stop_master: true }, /one at a time/],
   ] as const) t.match(await inject(xapi, body), { status: 400, body: { error } }, JSON.stringify(body))
-  t.same((await inject(xapi, {})).body, { delay_ms: 0, reset_next_export_after: null }, 'the refused requests changed nothing')
+  t.same((await inject(xapi, {})).body, { delay_ms: 0, reset_next_export_after: null, reset_next_reused: null }, 'the refused requests changed nothing')
   t.match(await login(member), { error: { message: 'HOST_IS_SLAVE' } }, 'the member still answers')
 
   t.equal((await inject(xapi, { stop_member: '127.0.0.2' })).status, 200)

@@ -19,7 +19,11 @@ export interface TransferTimeouts {
  * in the middle of a body, fails it as a host that resets it would
  * (XapiTransportError, `timedOut`), the socket closed so that the host
  * drops its side: a silent host would otherwise hold the transfer, and the
- * REST request behind it, for ever.
+ * REST request behind it, for ever. A keep-alive socket the host closed as
+ * it was reused (its idle timeout, which a process busy past it has not seen
+ * fire) is sent on again, as a call is (transport.ts), while its body has
+ * not begun to flow: the host read nothing of it (issue 28: a pool's stats
+ * answered 500 under load, its hosts' `/rrd_updates` reset so).
  */
 function once(url: URL, agent: Agent, request: XapiHttpRequest, timeouts: TransferTimeouts): Promise<IncomingMessage> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
@@ -34,7 +38,14 @@ function once(url: URL, agent: Agent, request: XapiHttpRequest, timeouts: Transf
     const unanswered = timeouts.response > 0 ? setTimeout(() => silent(new XapiTransportError(`${url.host}: no answer to ${url.pathname} within ${timeouts.response} ms`, { timedOut: true })), timeouts.response) : undefined
     req.once('close', () => clearTimeout(unanswered))
     if (timeouts.idle > 0) req.setTimeout(timeouts.idle, () => silent(new XapiTransportError(`${url.host}: ${url.pathname} moved no byte for ${timeouts.idle} ms`, { timedOut: true })))
-    req.once('error', (error) => reject(request.signal?.aborted === true || error instanceof XapiTransportError ? error : new XapiTransportError(`${url.host}: ${error.message}`, { cause: error })))
+    req.once('error', (error: NodeJS.ErrnoException) => {
+      if (req.reusedSocket && response === undefined && request.signal?.aborted !== true && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && request.body?.readableDidRead !== true) {
+        request.body?.unpipe(req)
+        resolve(once(url, agent, request, timeouts))
+        return
+      }
+      reject(request.signal?.aborted === true || error instanceof XapiTransportError ? error : new XapiTransportError(`${url.host}: ${error.message}`, { cause: error }))
+    })
     req.once('response', (answer: IncomingMessage) => {
       clearTimeout(unanswered)
       response = answer
