@@ -49,7 +49,7 @@ const PASSWORD = 'bench-password'
 const MiB = 1024 * 1024
 const core = (pin: boolean, which: number): number | undefined => (pin ? which : undefined)
 
-async function generate(dataDir: string, vms: number, hosts: number): Promise<void> {
+export async function generate(dataDir: string, vms: number, hosts: number): Promise<void> {
   const cli = join(packageRoot, 'dist/src/cli/main.js')
   const child = spawn(process.execPath, [cli, 'lab', 'generate', '--vms', String(vms), '--hosts', String(hosts), '--data-dir', dataDir], {
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -63,7 +63,7 @@ async function generate(dataDir: string, vms: number, hosts: number): Promise<vo
  * The simulator, started again if it fails: each of its hosts listens on a loopback address of its own
  * (127.0.0.x) at the master's port, which another simulator on the shared machine may hold already.
  */
-async function startSimulator(dataDir: string): Promise<Awaited<ReturnType<typeof runScript>>> {
+export async function startSimulator(dataDir: string): Promise<Awaited<ReturnType<typeof runScript>>> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await runScript('serve-xapi.js', [dataDir, PASSWORD], { core: undefined, stderr: attempt < 3 ? 'ignore' : 'inherit' })

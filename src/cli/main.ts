@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=4 --expose-gc
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=4 --expose-gc --initial-old-space-size=64 --heap-growing-percent=50
 import { resolve } from 'node:path'
 import { createApp } from '../app.js'
 import { ConfigError, loadConfig } from '../config/config.js'

@@ -9,8 +9,16 @@
  *
  * `--expose-gc`: uploads collect the young generation every 4 MiB of body (http/upload-body.ts),
  * the one way to free the chunks node:http allocates for a body before tens of MiB of them pile up.
+ *
+ * `--initial-old-space-size=64 --heap-growing-percent=50`: the old generation's limit at least
+ * 64 MiB and half above the live heap. V8 counts the Buffers a disk stream has in flight (more
+ * than 25 MiB at times) against that limit, but sets the limit from the old generation's own
+ * growth: after a quiet moment it fell to 1.1 times the live heap, 9 MiB above it at 20 VMs, and
+ * a Keel then ran a full collection every 30 MiB of an export, for its whole life (2 to 4 times
+ * the CPU per export; bench/RESULTS.md, issue 28). The floor covers small heaps, where half the
+ * heap is not room enough; the fixed factor covers large ones.
  */
-export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--expose-gc']
+export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--expose-gc', '--initial-old-space-size=64', '--heap-growing-percent=50']
 
 /**
  * The environment the service runs with, passed the same ways as its flags.
