@@ -43,6 +43,30 @@ t.test('tasks: a result parsed from its XML-RPC text, a failure as its XapiError
   t.same(await failure(deleted), new XapiError('HANDLE_INVALID', ['task', 'OpaqueRef:gone']), 'deleted before it settled')
 })
 
+t.test('tasks: reread settles what settled unseen, fails what XAPI forgot, leaves the rest to the events', async (t) => {
+  const followers = new TaskFollowers()
+  const done = followers.follow('OpaqueRef:done')
+  const gone = followers.follow('OpaqueRef:gone')
+  const running = followers.follow('OpaqueRef:running')
+  const unreadable = followers.follow('OpaqueRef:unreadable')
+  const records = new Map<string, Record<string, unknown>>([
+    ['OpaqueRef:done', { status: 'success' }],
+    ['OpaqueRef:running', { status: 'pending', progress: 0.5 }],
+  ])
+  await followers.reread(async (ref) => {
+    if (ref === 'OpaqueRef:gone') throw new XapiError('HANDLE_INVALID', ['task', ref])
+    const record = records.get(ref)
+    if (record === undefined) throw new Error('socket reset')
+    return record
+  })
+  t.match(await done, { status: 'success' })
+  t.same(await failure(gone), new XapiError('HANDLE_INVALID', ['task', 'OpaqueRef:gone']))
+  followers.changed('OpaqueRef:running', { status: 'success' })
+  followers.changed('OpaqueRef:unreadable', { status: 'failure' })
+  t.match(await running, { status: 'success' }, 'a pending task still followed')
+  t.match(await unreadable, { status: 'failure' }, 'a task whose read failed still followed')
+})
+
 t.test('addresses and fingerprints', async (t) => {
   t.equal(poolOrigin('xcp-01.example:8443', false).href, 'https://xcp-01.example:8443/')
   t.equal(poolOrigin('https://10.0.0.1', false).href, 'https://10.0.0.1/')

@@ -8,6 +8,7 @@ import type { XapiConnection } from './connection.js'
 import { isRef, type MappingContext } from './mapping/context.js'
 import { mappedFields } from './mapping/fields.js'
 import { vmId, WATCHED_CLASSES, xoRecord, type XapiObject, type XapiRecord } from './mapping/index.js'
+import type { TaskRecord } from './tasks.js'
 import { isTransportError } from './transport.js'
 import { XapiError } from './types.js'
 
@@ -147,6 +148,8 @@ export class PoolIndex {
     } finally {
       this.#connection.barrier.reset(token)
     }
+    // The tasks' own events are not fetched above: those followed are read once more, now that what follows the token will come.
+    await this.#connection.tasks.reread((ref) => this.#connection.call<TaskRecord>('task.get_record', [ref]))
   }
 
   /** Every record of a class; from the event log when the host has no get_all_records for it (the simulator's messages). */

@@ -66,6 +66,27 @@ export class TaskFollowers {
     }
   }
 
+  /**
+   * Reads every followed task again through `read` (`task.get_record`). After
+   * a resync (EVENTS_LOST, a new session) a task that settled while the
+   * events were lost has no event left to settle its follower, whose caller
+   * would otherwise wait for ever. A task XAPI no longer knows fails as a
+   * deleted one; a read that fails otherwise leaves the follower to the events.
+   */
+  async reread(read: (ref: string) => Promise<TaskRecord>): Promise<void> {
+    await Promise.all(
+      [...this.#followers.keys()].map(async (ref) => {
+        let record: TaskRecord | undefined
+        try {
+          record = await read(ref)
+        } catch (error) {
+          if (!(error instanceof XapiError && error.code === 'HANDLE_INVALID')) return
+        }
+        this.changed(ref, record)
+      }),
+    )
+  }
+
   /** Fails every follower (the connection is gone). */
   close(error: Error): void {
     for (const follower of this.#followers.values()) follower.reject(error)
