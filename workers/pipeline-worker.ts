@@ -3,6 +3,7 @@ import type { Transform } from 'node:stream'
 import { KeelError } from '../src/errors.js'
 import { forTransfer, type FromWorker, type SerializedError, type ToWorker } from './messages.js'
 import { pipelines } from './pipelines.js'
+import { lowerThisThread, WORKER_NICENESS } from './thread-priority.js'
 import { XvaJob } from './xva-job.js'
 
 interface Running {
@@ -14,6 +15,7 @@ interface Running {
 const port = parentPort
 if (port === null) throw new Error('pipeline-worker must run as a worker thread')
 const windowBytes = (workerData as { windowBytes: number }).windowBytes
+lowerThisThread(WORKER_NICENESS)
 const streams = new Map<number, Running>()
 const xvaJobs = new Map<number, XvaJob>()
 

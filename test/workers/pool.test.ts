@@ -1,9 +1,11 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { WorkerPool } from '../../workers/pool.js'
 import { forTransfer } from '../../workers/messages.js'
+import { WORKER_NICENESS } from '../../workers/thread-priority.js'
 import { zeros } from '../../src/formats/blocks.js'
 import { collect, run } from '../helpers/disks.js'
 
@@ -118,4 +120,26 @@ t.test('an idle worker ends after idleMs, and the next stream starts another', a
   t.pass('gone once idle for idleMs')
   t.equal((await unzstd(short, hello)).toString(), 'hello', 'a new worker answers')
   t.equal(short.threads, 1)
+})
+
+/** The nice value of each of this process's threads (field 19 of /proc/self/task/<tid>/stat), by thread id. */
+function niceByThread(): Map<number, number> {
+  const nice = new Map<number, number>()
+  for (const tid of readdirSync('/proc/self/task')) {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+    // The command name, in parentheses, may hold spaces: the fields are counted after it.
+    nice.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]))
+  }
+  return nice
+}
+
+t.test('a worker runs at a lower priority than the API: its per-byte work yields the core to the main thread', { skip: process.platform !== 'linux' && 'thread priorities are read from /proc' }, async (t) => {
+  const workers = new WorkerPool({ size: 1, windowBytes: 4 * MiB })
+  t.teardown(() => workers.close())
+  const before = niceByThread()
+  await unzstd(workers, zstdOf(Buffer.alloc(MiB)))
+  const main = before.get(process.pid) ?? NaN
+  const started = [...niceByThread()].filter(([tid]) => !before.has(tid))
+  t.equal(started.filter(([, nice]) => nice === Math.min(19, main + WORKER_NICENESS)).length, 1, 'the worker thread runs nicer than the process')
+  t.equal(niceByThread().get(process.pid), main, 'the main thread keeps its priority')
 })
