@@ -6,7 +6,9 @@ import { PASSWORD, startSimulator, type RunningSimulator } from '../helpers/xapi
 // Issue 28: a keep-alive connection to a host, closed by the host's idle timeout just as Keel reuses it,
 // as happens when a busy process runs late past that timeout. The simulator's `reset_next_reused` fault
 // is that host: the next request for the path on a connection already used is reset, unread. Through
-// the REST API on the XAPI driver whatever KEEL_TEST_DRIVER says.
+// the REST API on the XAPI driver whatever KEEL_TEST_DRIVER says, but skipped under `lagged`: its wrapper
+// (test/driver/lagged-driver.ts) passes on no pool's stats reader, so Keel computes the stats itself and
+// asks no host for `/rrd_updates`.
 
 const fault = async (xapi: RunningSimulator, settings: Record<string, unknown>): Promise<Record<string, unknown>> => {
   const response = await fetch(`${xapi.url}/simulator/faults`, { method: 'POST', headers: { authorization: basic('root', PASSWORD) }, body: JSON.stringify(settings) })
@@ -26,7 +28,9 @@ async function setup(t: TestScope): Promise<{ xapi: RunningSimulator; server: Te
   return { xapi, server, pool: pool.id, hosts }
 }
 
-t.test("a pool's stats read again after a host closed the idle connection as it was reused: answered in full, not 500", async (t) => {
+const lagged = process.env['KEEL_TEST_DRIVER'] === 'lagged'
+
+t.test("a pool's stats read again after a host closed the idle connection as it was reused: answered in full, not 500", { skip: lagged && 'the lagged wrapper asks no host for statistics' }, async (t) => {
   const { xapi, server, pool, hosts } = await setup(t)
   const path = `/rest/v0/pools/${pool}/stats`
   const first = await server.json<Record<string, unknown>>(path)
