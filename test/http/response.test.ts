@@ -1,9 +1,9 @@
 import t from 'tap'
-import { connect } from 'node:net'
 import { Type } from '@sinclair/typebox'
 import { JSON_TYPE, sendJsonBytes } from '../../src/http/reply.js'
 import { KeelResponse } from '../../src/http/response.js'
 import { defineRoute } from '../../src/http/route.js'
+import { rawConnection } from '../helpers/raw-http.js'
 import { ADMIN_EMAIL, ADMIN_PASSWORD, basic, startServer } from '../helpers/server.js'
 
 // A whole body's head waits in a queue of the response's own, not in the one node made with the
@@ -36,19 +36,6 @@ const routes = [
   }),
 ]
 
-/** Sends raw bytes and reads until the server closes. */
-function raw(url: string, request: string): Promise<string> {
-  const { hostname, port } = new URL(url)
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname)
-    const chunks: Buffer[] = []
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('error', reject)
-    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
-    socket.write(request)
-  })
-}
-
 t.test('a whole body answered with writeBodyHead', async (t) => {
   const server = await startServer({ app: { extraRoutes: routes } })
   t.teardown(() => server.close())
@@ -69,7 +56,9 @@ t.test('a whole body answered with writeBodyHead', async (t) => {
     const auth = basic(ADMIN_EMAIL, ADMIN_PASSWORD)
     const request = (name: string, last: boolean): string =>
       `GET /test/whole/${name} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\n${last ? 'Connection: close\r\n' : ''}\r\n`
-    const answers = await raw(server.url, request('a', false) + request('b', false) + request('c', true))
+    const connection = await rawConnection(server.url, request('a', false) + request('b', false) + request('c', true))
+    await connection.closed
+    const answers = connection.raw()
     const parts = answers.split('HTTP/1.1 ').slice(1)
     t.equal(parts.length, 3)
     parts.forEach((part, i) => {
