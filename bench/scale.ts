@@ -272,7 +272,7 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
         const cpuBeforeAgain = cpuMs(pid)
         const keelAgain = await load(options, keel.url + item.path, { ...api.headers }, { ...item.extra, connections: few })
         newFilterLine +=
-          `\nThe 50-connection run's filters asked a second time, ${few} connections: Keel ${keelAgain.requests.toFixed(0)} req/s, ` +
+          `\nThe ${options.connections}-connection run's filters asked a second time, ${few} connections: Keel ${keelAgain.requests.toFixed(0)} req/s, ` +
           `p99 ${keelAgain.p99.toFixed(0)} ms, ${(((cpuMs(pid) - cpuBeforeAgain) * 1000) / keelAgain.answered).toFixed(0)} µs of Keel's CPU a response.`
       }
     }
