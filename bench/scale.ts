@@ -261,13 +261,13 @@ export async function scaleBench(options: ScaleOptions): Promise<string> {
         // The same pair at fewer connections, where a response's time is its own work more than its wait in line.
         const few = Number(process.env['BENCH_SCALE_FILTER_CONNECTIONS'] ?? 10)
         keel.mark(`Keel: ${item.name}, ${few} connections`)
-        // Its filters start far past the 50-connection run's: asked a second time, a query's body is cached.
+        // Its filters start far past the first run's: asked a second time, a query is no longer new (its body may be kept).
         const keelFew = await load(options, keel.url + item.path, { ...api.headers }, { ...item.extra, connections: few, firstUnique: 100_000_000 })
         const bareAgain = await startBare()
         const bareFew = await load(options, bareAgain.url + '/', { ...api.headers }, { connections: few })
         await stop(bareAgain.child)
         newFilterLine += '\n' + newFilterP99(few, keelFew, bareFew)
-        // The 50-connection run's filters once more, each asked a second time: what the listing cache lets in.
+        // The first run's filters once more, each asked a second time: what the listing cache lets in.
         keel.mark(`Keel: ${item.name}, asked a second time, ${few} connections`)
         const cpuBeforeAgain = cpuMs(pid)
         const keelAgain = await load(options, keel.url + item.path, { ...api.headers }, { ...item.extra, connections: few })
