@@ -27,10 +27,10 @@ interface Sighting {
  * listing still streams without being held whole.
  *
  * What gets in is chosen: each body kept is a buffer V8 counts as external
- * memory, freed only by a full collection once pushed out, and at 50,000 VMs
- * a cache that let every query in turned over its 64 MiB every fourteen
- * listings and made a full collection of each turn, eight times a listing's
- * own CPU (bench/RESULTS.md). So a query asked once (a script's one-off
+ * memory, freed only by a full collection once pushed out. At 50,000 VMs,
+ * a cache that let in every query asked twice turned over its 64 MiB every
+ * fourteen listings, a full collection each time: a listing then cost eight
+ * times its own CPU (bench/RESULTS.md). So a query asked once (a script's one-off
  * filter, a new `limit`) is not kept, and a body that would push out another
  * is kept only if its query was asked more often than the one pushed out
  * (counts that age, as in TinyLFU).
