@@ -14,6 +14,12 @@ export interface LoadRequest {
   readonly uniquePaths: boolean
   /** each request's filter gets a term never asked before (the path has a `filter=`): a new filter each time */
   readonly uniqueFilters?: boolean
+  /**
+   * the number the unique terms (filters or limits) count up from: loads against one server give
+   * ranges apart, since a query asked twice is no longer new (the listing cache keeps a query's
+   * body from its second time)
+   */
+  readonly firstUnique?: number
 }
 
 export interface LoadResult {
@@ -50,11 +56,11 @@ class Histogram {
 }
 
 const request = JSON.parse(process.argv[2] ?? '{}') as LoadRequest
-let counter = 0
+let counter = request.firstUnique ?? 1_000_000
 const requests = request.uniqueFilters
-  ? [{ setupRequest: (sent: autocannon.Request) => ({ ...sent, path: `${sent.path ?? '/'}%20!name_label:q${1_000_000 + counter++}` }) }]
+  ? [{ setupRequest: (sent: autocannon.Request) => ({ ...sent, path: `${sent.path ?? '/'}%20!name_label:q${counter++}` }) }]
   : request.uniquePaths
-    ? [{ setupRequest: (sent: autocannon.Request) => ({ ...sent, path: `${sent.path ?? '/'}&limit=${1_000_000 + counter++}` }) }]
+    ? [{ setupRequest: (sent: autocannon.Request) => ({ ...sent, path: `${sent.path ?? '/'}&limit=${counter++}` }) }]
     : undefined
 const options = { url: request.url, connections: request.connections, headers: request.headers, ...(requests === undefined ? {} : { requests }) }
 const warm = await autocannon({ ...options, duration: request.warmup })

@@ -238,40 +238,35 @@ export function readRoutes(source: CollectionSource, options: ListingOptions): R
         try {
           // Waiting for a turn may have seen a change: the cache is asked again.
           const version = versions.of(versionTypes)
-          const cached = listings.get(key, version)
+          const cached = listings.current(key, version)
           if (cached !== undefined) {
             if (turn === undefined) sendJsonBytes(res, 200, cached, contentType)
             else await sendLargeBody(res, 200, cached, contentType, turn)
             return
           }
           const texts = selectedTexts(source, large ? index : undefined, version, visible, plan, q, cache)
-          if (!listings.wanted(key)) {
-            const chunks = framed(texts, q.ndjson === true, listingChunks)
-            await streamChunks(res, 200, contentType, chunks, turn, (chunk) => listingChunks.release(chunk))
-            return
-          }
-          // Kept chunks are joined into the cached body after the last one is sent: they get buffers of their own.
-          // Between batches the stream waits for the socket and its turn: only a body that saw no change is stored.
-          // Once a change is seen the chunks kept so far are let go, so that they die young: kept to the end of a
-          // listing that spans many scavenges, they reached the old generation and only a mark-compact freed them.
-          const chunks = framed(texts, q.ndjson === true)
-          let kept: Buffer[] | undefined = []
-          let keptSize = 0
+          // The body to keep, if any, is one buffer of the size this query's last body had, made at once and filled
+          // as the pool's chunks go out: chunks kept and then joined made a listing's bytes three times over, each
+          // buffer more external memory for V8 to count towards a full collection. Between batches the stream
+          // waits for the socket and its turn: only a body that saw no change, and came out at that size, is stored.
+          const expected = listings.keeping(key)
+          let body = expected === undefined ? undefined : Buffer.allocUnsafeSlow(expected)
+          let size = 0
           const complete = await streamChunks(
             res,
             200,
             contentType,
-            keep(chunks, (chunk) => {
-              if (kept === undefined) return
-              keptSize += chunk.length
-              if (keptSize <= listings.maxEntry && versions.of(versionTypes) === version) kept.push(chunk)
-              else kept = undefined
+            keep(framed(texts, q.ndjson === true, listingChunks), (chunk) => {
+              if (body !== undefined && size + chunk.length <= body.length && versions.of(versionTypes) === version) body.set(chunk, size)
+              else body = undefined
+              size += chunk.length
             }),
             turn,
+            (chunk) => listingChunks.release(chunk),
           )
-          if (complete && kept !== undefined && versions.of(versionTypes) === version) {
-            listings.set(key, version, Buffer.concat(kept, keptSize))
-          }
+          if (!complete) return
+          listings.sent(key, size)
+          if (body !== undefined && size === body.length && versions.of(versionTypes) === version) listings.set(key, version, body)
         } finally {
           release?.()
         }

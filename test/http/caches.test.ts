@@ -145,19 +145,58 @@ t.test('ListingCache answers only for the version it was built at, and skips bod
   t.equal(listings.get('k', '2'), undefined)
   listings.set('big', '1', Buffer.alloc(101))
   t.equal(listings.get('big', '1'), undefined)
-  t.equal(listings.wanted('q'), false, 'a query seen once is not worth keeping')
-  t.equal(listings.wanted('q'), true, 'a repeated one is')
+  t.equal(listings.get('q', '1'), undefined)
+  listings.sent('q', 10)
+  t.equal(listings.keeping('q'), undefined, 'a query asked once is not worth keeping')
+  listings.get('q', '1')
+  t.equal(listings.keeping('q'), 10, "a repeated one is, in a buffer of its last body's size")
+  listings.get('huge', '1')
+  listings.get('huge', '1')
+  listings.sent('huge', 101)
+  t.equal(listings.keeping('huge'), undefined, 'nor one whose last body was over the entry bound')
+  t.equal(listings.current('q', '1'), undefined)
 })
 
-t.test('Versions move with every change of a type on the bus', async (t) => {
-  const bus = new EventBus()
-  const versions = new Versions(bus)
-  const before = versions.of(['VM', 'host'])
-  bus.publish({ kind: 'add', object: { id: 'h', type: 'host' } })
-  const after = versions.of(['VM', 'host'])
-  t.not(after, before)
-  t.equal(versions.of(['VM']), '0')
-  versions.close()
-  bus.publish({ kind: 'add', object: { id: 'v', type: 'VM' } })
-  t.equal(versions.of(['VM']), '0', 'closed: no longer listening')
+t.test('ListingCache keeps a body that would push out another only for a query asked more often', async (t) => {
+  // Room for two bodies of 100 bytes, not three (each costs its key's length and 64 bytes more).
+  const listings = new ListingCache(400, 1000)
+  const ask = (key: string, times: number): void => {
+    for (let i = 0; i < times; i++) listings.get(key, '1')
+    listings.sent(key, 100)
+  }
+  const fill = (key: string): void => {
+    const size = listings.keeping(key)
+    if (size !== undefined) listings.set(key, '1', Buffer.alloc(size, key))
+  }
+  for (const key of ['["hot-one"]', '["hot-two"]']) {
+    ask(key, 3)
+    fill(key)
+  }
+  t.ok(listings.current('["hot-one"]', '1') && listings.current('["hot-two"]', '1'), 'both fit')
+  // Queries asked twice each, one after the other (a script's queries asked again): none would be hit again.
+  for (let i = 0; i < 20; i++) {
+    const key = `["twice-${i}"]`
+    ask(key, 2)
+    t.equal(listings.keeping(key), undefined, `${key} would push out a body asked more often`)
+  }
+  t.ok(listings.current('["hot-one"]', '1') && listings.current('["hot-two"]', '1'), 'the bodies asked most stay')
+  const rising = '["rising"]'
+  ask(rising, 4)
+  t.equal(listings.keeping(rising), 100, 'a query asked more often than the least recent body gets in')
+})
+
+t.test("ListingCache's counts age: a query asked often long ago gives way", async (t) => {
+  const listings = new ListingCache(200, 1000)
+  const ask = (key: string, times: number): void => {
+    for (let i = 0; i < times; i++) listings.get(key, '1')
+    listings.sent(key, 100)
+  }
+  ask('["old"]', 6)
+  listings.set('["old"]', '1', Buffer.alloc(listings.keeping('["old"]') ?? 0))
+  ask('["early"]', 4)
+  t.equal(listings.keeping('["early"]'), undefined, 'asked less often than the body it would push out')
+  // More asks than the counts' aging period (8 times the 4,096 queries remembered), of other queries.
+  for (let i = 0; i < 8 * 4096; i++) listings.get(`["one-off-${i % 1000}"]`, '1')
+  ask('["new"]', 4)
+  t.equal(listings.keeping('["new"]'), 100, "the old query's count was halved: asked as often as the early one, the new one gets in")
 })
