@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../src/error-codes.js'
+import type { XvaFile } from '../src/disks/xva.js'
 import type { Compression } from '../src/formats/compression.js'
 import type { XvaDescription } from '../src/formats/xva/description.js'
 
@@ -19,7 +20,10 @@ export interface XvaOpen {
   readonly md5: boolean
   /** whether a plain archive's chunks leave as ranges of the input slots (XvaOptions.inPlace) */
   readonly inPlace: boolean
+  /** the worker writes the archive into this file itself rather than posting it (XvaFile) */
+  readonly file?: XvaFile
 }
+
 
 /** The protocol between workers/pool.ts (main thread) and workers/pipeline-worker.ts. */
 export type ToWorker =
@@ -38,6 +42,8 @@ export type ToWorker =
 export interface SerializedError {
   readonly message: string
   readonly code?: ErrorCode
+  /** a system call's error code (ENOSPC, EIO), kept so that the main thread reports it as a local one */
+  readonly errno?: string
   readonly data?: Record<string, unknown>
 }
 
@@ -58,6 +64,10 @@ export type FromWorker =
   | { readonly type: 'xva-input-range'; readonly id: number; readonly slot: number; readonly offset: number; readonly length: number }
   /** the MD5 of the whole archive, as sent, just before its end */
   | { readonly type: 'xva-md5'; readonly id: number; readonly hex: string }
+  /** the archive's size, once the worker wrote all of it into its file (XvaOpen.file), just before its end */
+  | { readonly type: 'xva-written'; readonly id: number; readonly bytes: number }
+  /** after an abort: the worker no longer touches the job's memory or file */
+  | { readonly type: 'xva-stopped'; readonly id: number }
 
 /** Below this size a copy costs less than it risks: small buffers are often shared constants or pool slices. */
 const TRANSFER_THRESHOLD = 64 * 1024

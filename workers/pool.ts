@@ -7,6 +7,7 @@ import { giveBack, lend } from '../src/formats/lending.js'
 import type { XvaDescription } from '../src/formats/xva/description.js'
 import type { XvaOptions } from '../src/disks/xva.js'
 import { forTransfer, type FromWorker, type SerializedError, type ToWorker } from './messages.js'
+import type { XvaFile } from '../src/disks/xva.js'
 import { INPUT_SLOT_SIZE, OUTPUT_SLOT_SIZE, Slots } from './slots.js'
 
 export interface WorkerPoolOptions {
@@ -70,7 +71,9 @@ interface XvaMemory {
 const IDLE_XVA_MEMORY = 2
 
 function revive(error: SerializedError): Error {
-  return error.code === undefined ? new Error(error.message) : new KeelError(error.code, error.message, error.data)
+  if (error.code !== undefined) return new KeelError(error.code, error.message, error.data)
+  // A system call's failure in the worker reads as one here (backups/repository.ts's storageError tells a full disk by it).
+  return error.errno === undefined ? new Error(error.message) : Object.assign(new Error(error.message), { code: error.errno })
 }
 
 /**
@@ -163,7 +166,8 @@ class PipelineStream extends Duplex {
  * as the range of the input slot it was read into. An input slot is read
  * again once the worker is done with it and every range of it is given back;
  * an output slot is filled again once the worker gave it up and every range
- * of it is given back.
+ * of it is given back. The stream leaves the pool (`release`) only once the
+ * worker is done with it: ended, failed, or stopped on request.
  */
 class XvaStream implements Job {
   readonly memory: XvaMemory
@@ -184,6 +188,13 @@ class XvaStream implements Job {
   #settled = false
   /** views yielded and not given back yet */
   #lent = 0
+  /** the archive's size, when the worker wrote it into a file */
+  #written: number | undefined
+  #workerDone = false
+  #abortSent = false
+  #onWorkerDone: () => void = () => {}
+  /** settles once the worker no longer touches this export's memory or file */
+  readonly workerDone = new Promise<void>((resolve) => (this.#onWorkerDone = resolve))
 
   /**
    * `recycle` gets the memory back once no thread can touch it any more: the
@@ -232,9 +243,16 @@ class XvaStream implements Job {
       case 'xva-md5':
         this.md5?.(message.hex)
         return
+      case 'xva-written':
+        this.#written = message.bytes
+        return
+      case 'xva-stopped':
+        this.#finishWorker()
+        return
       case 'end':
         this.#ended = true
         this.#settle()
+        this.#finishWorker()
         this.#recycleWhenIdle()
         break
       case 'error':
@@ -246,7 +264,16 @@ class XvaStream implements Job {
     this.#wake?.()
   }
 
+  /** The worker's side failed or is gone: called for its error message, or when the pool loses or ends the worker. */
   destroy(error: Error): void {
+    this.#failure ??= error
+    this.#settle()
+    this.#finishWorker()
+    this.#wake?.()
+  }
+
+  /** This thread's side failed (a disk read): the export ends with `error`, and stop() then tells the worker. */
+  fail(error: Error): void {
     this.#failure ??= error
     this.#settle()
     this.#wake?.()
@@ -254,7 +281,10 @@ class XvaStream implements Job {
 
   /** Stops the worker's side if it still runs; called however the reading ends. */
   stop(): void {
-    if (!this.#settled) this.#post({ type: 'abort', id: this.id })
+    if (!this.#workerDone && !this.#abortSent) {
+      this.#abortSent = true
+      this.#post({ type: 'abort', id: this.id })
+    }
     this.#failure ??= new Error('XVA export stopped')
     this.#settle()
   }
@@ -280,6 +310,17 @@ class XvaStream implements Job {
     }
     this.#inputHolds[slot] = 1
     this.#post({ type: 'xva-block', id: this.id, disk, index: block.index, slot })
+  }
+
+  /** Once the worker wrote the whole archive into its file: its size. */
+  async written(): Promise<number> {
+    for (;;) {
+      if (this.#failure !== undefined) throw this.#failure
+      if (this.#ended) break
+      await new Promise<void>((resolve) => (this.#wake = resolve))
+    }
+    if (this.#written === undefined) throw new Error('the XVA export ended without its size')
+    return this.#written
   }
 
   async *chunks(): AsyncGenerator<Buffer> {
@@ -326,7 +367,13 @@ class XvaStream implements Job {
     if (this.#settled) return
     this.#settled = true
     this.input.close(this.#failure ?? new Error('XVA export ended'))
+  }
+
+  #finishWorker(): void {
+    if (this.#workerDone) return
+    this.#workerDone = true
     this.#release()
+    this.#onWorkerDone()
   }
 }
 
@@ -398,6 +445,40 @@ export class WorkerPool {
    * is lent: give it back (formats/lending.ts) once it is sent.
    */
   async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, { now = new Date(), md5, inPlace = false }: XvaOptions = {}): AsyncGenerator<Buffer> {
+    const { stream, feeding } = this.#startXva(description, disks, compression, { now, md5, inPlace })
+    try {
+      yield* stream.chunks()
+    } finally {
+      stream.stop()
+      await feeding
+    }
+  }
+
+  /**
+   * An XVA of `disks` as encodeXva's, written by the worker into `file`
+   * (workers/file-output.ts): the blocks are still read here, but no byte of
+   * the archive comes back to this thread, and the kernel's copies of the
+   * writes run on the worker's thread. Settles with the archive's size, or
+   * with the error that stopped it, and in either case only once the worker
+   * no longer touches the file, which the caller may then close.
+   */
+  async writeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, file: XvaFile, { now = new Date(), md5 }: XvaOptions = {}): Promise<number> {
+    const { stream, feeding } = this.#startXva(description, disks, compression, { now, md5, inPlace: true, file })
+    try {
+      return await stream.written()
+    } finally {
+      stream.stop()
+      await feeding
+      await stream.workerDone
+    }
+  }
+
+  #startXva(
+    description: XvaDescription,
+    disks: readonly DiskSource[],
+    compression: Compression,
+    { now, md5, inPlace, file }: { now: Date; md5: ((hex: string) => void) | undefined; inPlace: boolean; file?: XvaFile },
+  ): { stream: XvaStream; feeding: Promise<void> } {
     const { id, post, release, slot } = this.#place()
     const inputBytes = (inPlace ? XVA_IN_PLACE_INPUT_SLOTS : XVA_INPUT_SLOTS) * INPUT_SLOT_SIZE
     const idle = this.#idleXvaMemory.findIndex((candidate) => candidate.input.byteLength === inputBytes)
@@ -408,7 +489,7 @@ export class WorkerPool {
     const stream = new XvaStream(id, memory, post, release, recycle, md5)
     slot.streams.set(id, stream)
     const shapes = disks.map(({ size, allocated }) => ({ size, allocated }))
-    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output, md5: md5 !== undefined, inPlace })
+    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output, md5: md5 !== undefined, inPlace, ...(file === undefined ? {} : { file }) })
     const feeding = (async () => {
       for (const [disk, source] of disks.entries()) {
         for await (const block of source.read(() => stream.slotBuffer())) {
@@ -419,13 +500,8 @@ export class WorkerPool {
           await stream.feed(disk, block)
         }
       }
-    })().catch((error: unknown) => stream.destroy(error instanceof Error ? error : new Error(String(error))))
-    try {
-      yield* stream.chunks()
-    } finally {
-      stream.stop()
-      await feeding
-    }
+    })().catch((error: unknown) => stream.fail(error instanceof Error ? error : new Error(String(error))))
+    return { stream, feeding }
   }
 
   #place(): { id: number; post: Post; release: () => void; slot: Slot } {

@@ -6,6 +6,7 @@ import type { DiskBlock, DiskContent } from '../src/formats/blocks.js'
 import { compressor, ZSTD_LEVEL } from '../src/formats/compression.js'
 import { giveBack, lend } from '../src/formats/lending.js'
 import { encodeXva } from '../src/formats/xva/xva-writer.js'
+import { FILE_WRITE_BYTES, FileOutput } from './file-output.js'
 import type { FromWorker, XvaOpen } from './messages.js'
 import { INPUT_SLOT_SIZE, OUTPUT_SLOT_SIZE, Slots, slotView } from './slots.js'
 
@@ -205,7 +206,10 @@ class GzipSink implements Sink {
  * in input slots, which go back to the main thread as soon as the archive no
  * longer reads them (a plain archive's chunks leave as ranges of them, which
  * the main thread keeps until sent); the rest of the archive leaves in output
- * slots, which come back once sent.
+ * slots, which come back once sent. Given a file (XvaOpen.file), the job
+ * writes the archive there itself (workers/file-output.ts): a plain
+ * archive's chunks straight from the input slots, the rest from the output
+ * slots, each slot free again once written; nothing of it is posted.
  */
 export class XvaJob {
   readonly #queues: BlockQueue[]
@@ -213,6 +217,7 @@ export class XvaJob {
   readonly #output: Slots
   readonly #post: Post
   readonly #open: XvaOpen
+  readonly #file: FileOutput | undefined
   #aborted = false
 
   constructor(open: XvaOpen, post: Post) {
@@ -221,6 +226,7 @@ export class XvaJob {
     this.#input = open.input
     this.#output = new Slots(open.output, OUTPUT_SLOT_SIZE)
     this.#queues = open.disks.map(() => new BlockQueue())
+    this.#file = open.file === undefined ? undefined : new FileOutput(open.file)
   }
 
   block(disk: number, index: number, slot: number): void {
@@ -232,26 +238,51 @@ export class XvaJob {
     this.#output.free(slot)
   }
 
-  abort(): void {
+  /** Stops the job: settles once nothing of it writes to its file any more. */
+  async abort(): Promise<void> {
     this.#aborted = true
     this.#output.close(new Error('XVA export aborted'))
     for (const queue of this.#queues) queue.close()
+    await this.#file?.close()
   }
 
   /** Encodes the whole archive; settles once its last byte is posted, or with the error that stopped it. */
   async run(): Promise<void> {
+    try {
+      await this.#encode()
+    } finally {
+      await this.#file?.close()
+    }
+  }
+
+  async #encode(): Promise<void> {
     const { id, description, disks, compression, now } = this.#open
     const md5 = this.#open.md5 ? createHash('md5') : undefined
+    const file = this.#file
     const out = new SlotWriter(this.#output, (slot, offset, length, last) => {
       // A range is final when posted, and ranges are posted in the archive's order.
-      md5?.update(this.#output.view(slot).subarray(offset, offset + length))
-      this.#post({ type: 'xva-output', id, slot, offset, length, last })
+      const range = this.#output.view(slot).subarray(offset, offset + length)
+      md5?.update(range)
+      if (file === undefined) {
+        this.#post({ type: 'xva-output', id, slot, offset, length, last })
+        return
+      }
+      // A slot given up is filled again once on disk; a part of one waits to go out with what follows it.
+      file.add(range, last ? () => this.#output.free(slot) : undefined)
+      if (last || file.pending >= FILE_WRITE_BYTES) file.write()
     })
     const sendInput = (chunk: Buffer): void => {
       md5?.update(chunk)
-      this.#post({ type: 'xva-input-range', id, slot: Math.floor(chunk.byteOffset / INPUT_SLOT_SIZE), offset: chunk.byteOffset % INPUT_SLOT_SIZE, length: chunk.length })
+      if (file === undefined) {
+        this.#post({ type: 'xva-input-range', id, slot: Math.floor(chunk.byteOffset / INPUT_SLOT_SIZE), offset: chunk.byteOffset % INPUT_SLOT_SIZE, length: chunk.length })
+        return
+      }
+      // The block's slot goes back to the reader once the encoder moves on: the chunk is written now, with the bytes before it.
+      file.add(chunk)
+      file.write()
     }
-    const sink = compression === 'zstd' ? new ZstdSink(out) : compression === 'gzip' ? new GzipSink(out) : new PlainSink(out, this.#open.inPlace ? this.#input : undefined, sendInput)
+    const inPlace = this.#open.inPlace || file !== undefined
+    const sink = compression === 'zstd' ? new ZstdSink(out) : compression === 'gzip' ? new GzipSink(out) : new PlainSink(out, inPlace ? this.#input : undefined, sendInput)
     const contents: DiskContent[] = disks.map((disk, i) => ({ size: disk.size, allocated: disk.allocated, blocks: this.#queues[i] as BlockQueue }))
     for await (const piece of encodeXva(description, contents, { now: new Date(now), release: giveBack })) {
       await sink.write(piece)
@@ -259,6 +290,7 @@ export class XvaJob {
     }
     await sink.end()
     out.flush()
+    if (file !== undefined) this.#post({ type: 'xva-written', id, bytes: await file.finish() })
     if (md5 !== undefined) this.#post({ type: 'xva-md5', id, hex: md5.digest('hex') })
   }
 }

@@ -1,5 +1,8 @@
 import t, { type Test } from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
+import { readFileSync, statSync } from 'node:fs'
+import { open } from 'node:fs/promises'
+import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { WorkerPool, XVA_IN_PLACE_INPUT_SLOTS, XVA_OUTPUT_SLOTS } from '../../workers/pool.js'
@@ -8,7 +11,7 @@ import { decompressor } from '../../src/formats/compression.js'
 import { giveBack } from '../../src/formats/lending.js'
 import type { XvaDescription } from '../../src/formats/xva/description.js'
 import { encodeXva } from '../../src/formats/xva/xva-writer.js'
-import { collect } from '../helpers/disks.js'
+import { collect, tempDir } from '../helpers/disks.js'
 
 const MiB = 1024 * 1024
 const pool = new WorkerPool({ size: 1 })
@@ -196,4 +199,45 @@ t.test('two exports at once share nothing', async (t) => {
   const [a, b] = await Promise.all([consume(pool.encodeXva(desc, sources(), 'none', { now })), consume(pool.encodeXva(desc, sources(), 'none', { now, inPlace: true }))])
   t.ok(a.equals(plain))
   t.ok(b.equals(plain))
+})
+
+/** A new file's descriptor, closed (and the file removed) after the test. */
+async function newFile(t: Test): Promise<{ path: string; fd: number }> {
+  const folder = tempDir()
+  const path = join(folder.path, 'archive.xva')
+  const handle = await open(path, 'wx')
+  t.teardown(async () => {
+    await handle.close()
+    folder.cleanup()
+  })
+  return { path, fd: handle.fd }
+}
+
+t.test('the worker writes the archive into a file itself: the same bytes, its size and MD5, syncs on the way', async (t) => {
+  for (const compression of ['none', 'zstd'] as const) {
+    const { path, fd } = await newFile(t)
+    let md5: string | undefined
+    const size = await pool.writeXva(desc, sources(), compression, { fd, syncEvery: 4 * MiB }, { now, md5: (hex) => (md5 = hex) })
+    const written = readFileSync(path)
+    t.equal(size, written.length, `${compression}: the size written`)
+    t.equal(md5, createHash('md5').update(written).digest('hex'), `${compression}: the MD5 of the file`)
+    t.ok((compression === 'none' ? written : await collect(decompressor('zstd').end(written))).equals(plain), `${compression}: the archive, byte for byte`)
+  }
+})
+
+t.test('a failed write or sync in the worker fails the archive; the worker is done with the file before it settles', async (t) => {
+  const full = await open('/dev/full', 'w')
+  t.teardown(() => full.close())
+  await t.rejects(pool.writeXva(desc, sources(), 'none', { fd: full.fd, syncEvery: 64 * MiB }, { now }), { code: 'ENOSPC' }, 'a write (a full disk)')
+  // Writes to /dev/null succeed, its datasync does not: the sync started after the first MiB fails a later write.
+  const nowhere = await open('/dev/null', 'w')
+  t.teardown(() => nowhere.close())
+  await t.rejects(pool.writeXva(desc, sources(), 'none', { fd: nowhere.fd, syncEvery: 1 }, { now }), { code: 'EINVAL' }, 'a background sync')
+  const { path, fd } = await newFile(t)
+  await t.rejects(pool.writeXva(desc, sources({ after: 3, error: new Error('disk went away') }), 'none', { fd, syncEvery: MiB }, { now }), /disk went away/, 'a disk read')
+  // Settled means the worker no longer writes: the file does not grow after.
+  const size = statSync(path).size
+  t.equal((await collect(Readable.from([gzipSync('probe')]).pipe(pool.transform('gzip-decompress')))).toString(), 'probe', 'the worker answers a probe')
+  t.equal(statSync(path).size, size, 'nothing written after the failure settled')
+  t.ok((await consume(pool.encodeXva(desc, sources(), 'none', { now }))).equals(plain), 'the next export is whole')
 })
