@@ -18,9 +18,10 @@ export interface XvaOpen {
   readonly output: SharedArrayBuffer
   /** whether to send the archive's MD5 at its end (a backup's `.xva.checksum`), taken here rather than on the main thread */
   readonly md5: boolean
-  /** whether a plain archive's chunks leave as ranges of the input slots (XvaOptions.inPlace) */
-  readonly inPlace: boolean
-  /** the worker writes the archive into this file itself rather than posting it (XvaFile) */
+  /**
+   * the worker writes the archive into this file itself rather than posting
+   * it, a plain archive's chunks straight from the input slots
+   */
   readonly file?: XvaFile
 }
 
@@ -60,8 +61,6 @@ export type FromWorker =
    * `last`: the worker writes no more into that slot until it is freed
    */
   | { readonly type: 'xva-output'; readonly id: number; readonly slot: number; readonly offset: number; readonly length: number; readonly last: boolean }
-  /** the archive's next `length` bytes are at `offset` in input slot `slot`: a chunk of a block, sent from where it was read */
-  | { readonly type: 'xva-input-range'; readonly id: number; readonly slot: number; readonly offset: number; readonly length: number }
   /** the MD5 of the whole archive, as sent, just before its end */
   | { readonly type: 'xva-md5'; readonly id: number; readonly hex: string }
   /** the archive's size, once the worker wrote all of it into its file (XvaOpen.file), just before its end */

@@ -53,13 +53,12 @@ type Post = (message: ToWorker, transfer?: ArrayBuffer[]) => void
 const XVA_INPUT_SLOTS = 4
 export const XVA_OUTPUT_SLOTS = 4
 /**
- * Input slots of an export whose chunks leave in place (XvaOptions.inPlace):
- * they also hold what waits to be written, which the output slots held
- * before, so that the reader stays two blocks ahead while the file writer
- * holds its 1 MiB write and the next (16 MiB, against 12 for the two kinds of
- * slots; not measured on a quiet machine yet, bench/RESULTS.md).
+ * Input slots of an export the worker writes into a file (writeXva), whose
+ * plain chunks are written from them: as many as when the main thread wrote
+ * them, when the slots also held what waited for its writes (16 MiB in all;
+ * fewer not measured yet).
  */
-export const XVA_IN_PLACE_INPUT_SLOTS = 8
+export const XVA_FILE_INPUT_SLOTS = 8
 
 /** The shared memory of one XVA export, used again by the next one (see XvaStream). */
 interface XvaMemory {
@@ -161,12 +160,10 @@ class PipelineStream extends Duplex {
 /**
  * The main-thread end of one XVA encoding (workers/xva-job.ts): blocks are
  * read or copied into shared input slots for the worker, and the archive
- * comes back as ranges of shared memory, each yielded as a view lent until
- * given back: ranges of the output slots, and for a plain archive each chunk
- * as the range of the input slot it was read into. An input slot is read
- * again once the worker is done with it and every range of it is given back;
- * an output slot is filled again once the worker gave it up and every range
- * of it is given back. The stream leaves the pool (`release`) only once the
+ * comes back as ranges of the output slots, each yielded as a view lent until
+ * given back, unless the worker writes it into a file itself. An input slot
+ * is read again once the worker is done with it; an output slot is filled
+ * again once the worker gave it up and every range of it is given back. The stream leaves the pool (`release`) only once the
  * worker is done with it: ended, failed, or stopped on request.
  */
 class XvaStream implements Job {
@@ -176,8 +173,6 @@ class XvaStream implements Job {
   readonly #post: Post
   readonly #release: () => void
   readonly #recycle: (memory: XvaMemory) => void
-  /** per input slot: the worker's hold on it (fed until freed) plus its ranges lent */
-  readonly #inputHolds: number[]
   /** per output slot: its ranges lent */
   readonly #outputLent: number[]
   /** per output slot: the worker posted its last range */
@@ -214,7 +209,6 @@ class XvaStream implements Job {
   ) {
     this.memory = memory
     this.input = new Slots(memory.input, INPUT_SLOT_SIZE)
-    this.#inputHolds = new Array<number>(memory.input.byteLength / INPUT_SLOT_SIZE).fill(0)
     this.#outputLent = new Array<number>(memory.output.byteLength / OUTPUT_SLOT_SIZE).fill(0)
     this.#outputGivenUp = new Array<boolean>(memory.output.byteLength / OUTPUT_SLOT_SIZE).fill(false)
     this.#post = post
@@ -225,19 +219,13 @@ class XvaStream implements Job {
   receive(message: FromWorker): void {
     switch (message.type) {
       case 'xva-input-free':
-        this.#dropInput(message.slot)
+        this.input.free(message.slot)
         return
       case 'xva-output': {
         const { slot, offset, length, last } = message
         this.#outputLent[slot] = (this.#outputLent[slot] ?? 0) + 1
         if (last) this.#outputGivenUp[slot] = true
         this.#offer(Buffer.from(this.memory.output, slot * OUTPUT_SLOT_SIZE + offset, length), () => this.#outputSent(slot))
-        break
-      }
-      case 'xva-input-range': {
-        const { slot, offset, length } = message
-        this.#inputHolds[slot] = (this.#inputHolds[slot] ?? 0) + 1
-        this.#offer(Buffer.from(this.memory.input, slot * INPUT_SLOT_SIZE + offset, length), () => this.#dropInput(slot))
         break
       }
       case 'xva-md5':
@@ -308,7 +296,6 @@ class XvaStream implements Job {
       this.input.view(slot).set(data)
       giveBack(data)
     }
-    this.#inputHolds[slot] = 1
     this.#post({ type: 'xva-block', id: this.id, disk, index: block.index, slot })
   }
 
@@ -351,12 +338,6 @@ class XvaStream implements Job {
     if (lent > 0 || this.#outputGivenUp[slot] !== true) return
     this.#outputGivenUp[slot] = false
     this.#post({ type: 'xva-output-free', id: this.id, slot })
-  }
-
-  #dropInput(slot: number): void {
-    const holds = (this.#inputHolds[slot] ?? 0) - 1
-    this.#inputHolds[slot] = holds
-    if (holds === 0) this.input.free(slot)
   }
 
   #recycleWhenIdle(): void {
@@ -444,8 +425,8 @@ export class WorkerPool {
    * allows it, and everything per byte runs in the worker. Each chunk yielded
    * is lent: give it back (formats/lending.ts) once it is sent.
    */
-  async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, { now = new Date(), md5, inPlace = false }: XvaOptions = {}): AsyncGenerator<Buffer> {
-    const { stream, feeding } = this.#startXva(description, disks, compression, { now, md5, inPlace })
+  async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, { now = new Date(), md5 }: XvaOptions = {}): AsyncGenerator<Buffer> {
+    const { stream, feeding } = this.#startXva(description, disks, compression, { now, md5 })
     try {
       yield* stream.chunks()
     } finally {
@@ -463,7 +444,7 @@ export class WorkerPool {
    * no longer touches the file, which the caller may then close.
    */
   async writeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, file: XvaFile, { now = new Date(), md5 }: XvaOptions = {}): Promise<number> {
-    const { stream, feeding } = this.#startXva(description, disks, compression, { now, md5, inPlace: true, file })
+    const { stream, feeding } = this.#startXva(description, disks, compression, { now, md5, file })
     try {
       return await stream.written()
     } finally {
@@ -477,10 +458,10 @@ export class WorkerPool {
     description: XvaDescription,
     disks: readonly DiskSource[],
     compression: Compression,
-    { now, md5, inPlace, file }: { now: Date; md5: ((hex: string) => void) | undefined; inPlace: boolean; file?: XvaFile },
+    { now, md5, file }: { now: Date; md5: ((hex: string) => void) | undefined; file?: XvaFile },
   ): { stream: XvaStream; feeding: Promise<void> } {
     const { id, post, release, slot } = this.#place()
-    const inputBytes = (inPlace ? XVA_IN_PLACE_INPUT_SLOTS : XVA_INPUT_SLOTS) * INPUT_SLOT_SIZE
+    const inputBytes = (file === undefined ? XVA_INPUT_SLOTS : XVA_FILE_INPUT_SLOTS) * INPUT_SLOT_SIZE
     const idle = this.#idleXvaMemory.findIndex((candidate) => candidate.input.byteLength === inputBytes)
     const memory = idle >= 0 ? (this.#idleXvaMemory.splice(idle, 1)[0] as XvaMemory) : { input: new SharedArrayBuffer(inputBytes), output: new SharedArrayBuffer(XVA_OUTPUT_SLOTS * OUTPUT_SLOT_SIZE) }
     const recycle = (done: XvaMemory): void => {
@@ -489,7 +470,7 @@ export class WorkerPool {
     const stream = new XvaStream(id, memory, post, release, recycle, md5)
     slot.streams.set(id, stream)
     const shapes = disks.map(({ size, allocated }) => ({ size, allocated }))
-    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output, md5: md5 !== undefined, inPlace, ...(file === undefined ? {} : { file }) })
+    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output, md5: md5 !== undefined, ...(file === undefined ? {} : { file }) })
     const feeding = (async () => {
       for (const [disk, source] of disks.entries()) {
         for await (const block of source.read(() => stream.slotBuffer())) {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, type Hash } from 'node:crypto'
 import { once } from 'node:events'
 import type { Transform } from 'node:stream'
 import zstd from 'zstd-napi/binding.js'
@@ -142,34 +142,40 @@ class ZstdSink implements Sink {
 }
 
 /**
- * The plain archive. In place, a chunk cut from a block in an input slot is
- * posted as that range of the slot, and only what lies between chunks (tar
- * headers and padding, `.xxhash` members, ova.xml) is copied into the output
- * slots; otherwise everything is copied. Copying every chunk cost the worker
- * 0.03 to 0.09 s of CPU per GiB, plus an output slot's round trip between the
- * threads per MiB (bench/RESULTS.md).
+ * The plain archive, copied into the output slots for a reader on the main
+ * thread. Into a file, a chunk cut from a block in an input slot is written
+ * from there, and only what lies between chunks (tar headers and padding,
+ * `.xxhash` members, ova.xml) is copied into the output slots: copying every
+ * chunk cost the worker 0.03 to 0.09 s of CPU per GiB (bench/RESULTS.md).
  */
 class PlainSink implements Sink {
   readonly #out: SlotWriter
-  readonly #input: SharedArrayBuffer | undefined
-  readonly #send: (chunk: Buffer) => void
+  readonly #inPlace: InPlace | undefined
 
-  /** `input`: the memory whose ranges are sent in place; undefined copies every piece */
-  constructor(out: SlotWriter, input: SharedArrayBuffer | undefined, send: (chunk: Buffer) => void) {
+  constructor(out: SlotWriter, inPlace?: InPlace) {
     this.#out = out
-    this.#input = input
-    this.#send = send
+    this.#inPlace = inPlace
   }
 
   write(piece: Buffer): Promise<void> | undefined {
-    if (this.#input === undefined || piece.buffer !== this.#input) return this.#out.copy(piece)
-    // What was copied before the chunk goes first, so the main thread gets the pieces in the archive's order.
+    if (this.#inPlace === undefined || piece.buffer !== this.#inPlace.input) return this.#out.copy(piece)
+    const { file, md5 } = this.#inPlace
+    // The bytes copied before the chunk go first. Its slot goes back to the reader once the encoder moves on: it is written now.
     this.#out.flush(false)
-    this.#send(piece)
+    md5?.update(piece)
+    file.add(piece)
+    file.write()
     return undefined
   }
 
   async end(): Promise<void> {}
+}
+
+/** Where a plain archive's chunks are written from their input slot: the slots' memory, the file, the archive's running MD5. */
+interface InPlace {
+  readonly input: SharedArrayBuffer
+  readonly file: FileOutput
+  readonly md5: Hash | undefined
 }
 
 /** gzip through zlib's stream (it keeps no input once a write's callback ran), its output copied into the slots. */
@@ -204,12 +210,11 @@ class GzipSink implements Sink {
  * One XVA export's per-byte work in a worker: tar framing, the XXH64 of every
  * chunk, the compression and, for a backup, the archive's MD5. Blocks arrive
  * in input slots, which go back to the main thread as soon as the archive no
- * longer reads them (a plain archive's chunks leave as ranges of them, which
- * the main thread keeps until sent); the rest of the archive leaves in output
- * slots, which come back once sent. Given a file (XvaOpen.file), the job
- * writes the archive there itself (workers/file-output.ts): a plain
- * archive's chunks straight from the input slots, the rest from the output
- * slots, each slot free again once written; nothing of it is posted.
+ * longer reads them; the archive leaves in output slots, which come back once
+ * sent. Given a file (XvaOpen.file), the job writes the archive there itself
+ * (workers/file-output.ts): a plain archive's chunks straight from the input
+ * slots, the rest from the output slots, each slot free again once written;
+ * nothing of it is posted.
  */
 export class XvaJob {
   readonly #queues: BlockQueue[]
@@ -271,18 +276,7 @@ export class XvaJob {
       file.add(range, last ? () => this.#output.free(slot) : undefined)
       if (last || file.pending >= FILE_WRITE_BYTES) file.write()
     })
-    const sendInput = (chunk: Buffer): void => {
-      md5?.update(chunk)
-      if (file === undefined) {
-        this.#post({ type: 'xva-input-range', id, slot: Math.floor(chunk.byteOffset / INPUT_SLOT_SIZE), offset: chunk.byteOffset % INPUT_SLOT_SIZE, length: chunk.length })
-        return
-      }
-      // The block's slot goes back to the reader once the encoder moves on: the chunk is written now, with the bytes before it.
-      file.add(chunk)
-      file.write()
-    }
-    const inPlace = this.#open.inPlace || file !== undefined
-    const sink = compression === 'zstd' ? new ZstdSink(out) : compression === 'gzip' ? new GzipSink(out) : new PlainSink(out, inPlace ? this.#input : undefined, sendInput)
+    const sink = compression === 'zstd' ? new ZstdSink(out) : compression === 'gzip' ? new GzipSink(out) : file === undefined ? new PlainSink(out) : new PlainSink(out, { input: this.#input, file, md5 })
     const contents: DiskContent[] = disks.map((disk, i) => ({ size: disk.size, allocated: disk.allocated, blocks: this.#queues[i] as BlockQueue }))
     for await (const piece of encodeXva(description, contents, { now: new Date(now), release: giveBack })) {
       await sink.write(piece)

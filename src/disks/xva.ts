@@ -34,14 +34,6 @@ export interface XvaOptions {
   readonly now?: Date
   /** receives the MD5 of the whole archive (hex) once its last byte is produced, before the stream ends */
   readonly md5?: (hex: string) => void
-  /**
-   * a plain archive's chunks are yielded in place, as ranges of the memory
-   * their blocks were read into, with the bytes between them (tar headers,
-   * `.xxhash` members) as small chunks of their own: for a consumer that
-   * gathers chunks into larger writes (a backup's file writer), not for a
-   * socket, whose pacing counts chunks (http/stream-pacer.ts)
-   */
-  readonly inPlace?: boolean
 }
 
 type Lookup = (id: string) => XoRecord | undefined
