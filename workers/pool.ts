@@ -5,9 +5,8 @@ import type { DiskBlock, DiskSource } from '../src/formats/blocks.js'
 import type { Compression } from '../src/formats/compression.js'
 import { giveBack, lend } from '../src/formats/lending.js'
 import type { XvaDescription } from '../src/formats/xva/description.js'
-import type { XvaOptions } from '../src/disks/xva.js'
+import type { XvaFile, XvaOptions } from '../src/disks/xva.js'
 import { forTransfer, type FromWorker, type SerializedError, type ToWorker } from './messages.js'
-import type { XvaFile } from '../src/disks/xva.js'
 import { INPUT_SLOT_SIZE, OUTPUT_SLOT_SIZE, Slots } from './slots.js'
 
 export interface WorkerPoolOptions {
@@ -163,8 +162,9 @@ class PipelineStream extends Duplex {
  * comes back as ranges of the output slots, each yielded as a view lent until
  * given back, unless the worker writes it into a file itself. An input slot
  * is read again once the worker is done with it; an output slot is filled
- * again once the worker gave it up and every range of it is given back. The stream leaves the pool (`release`) only once the
- * worker is done with it: ended, failed, or stopped on request.
+ * again once the worker gave it up and every range of it is given back. The
+ * stream leaves the pool (`release`) only once the worker is done with it:
+ * ended, failed, or stopped on request.
  */
 class XvaStream implements Job {
   readonly memory: XvaMemory
@@ -515,7 +515,8 @@ export class WorkerPool {
   async close(): Promise<void> {
     const slots = this.#slots.splice(0)
     for (const slot of slots) clearTimeout(slot.retirement)
-    for (const slot of slots) for (const stream of slot.streams.values()) stream.destroy(new Error('worker pool closed'))
+    // Ended first: a stream destroyed lets its caller close the file a worker writes into (writeXva).
     await Promise.all(slots.map((slot) => slot.worker.terminate()))
+    for (const slot of slots) for (const stream of slot.streams.values()) stream.destroy(new Error('worker pool closed'))
   }
 }
