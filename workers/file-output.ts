@@ -31,13 +31,12 @@ function after(buffers: readonly Buffer[], bytes: number): Buffer[] {
  * of about FILE_WRITE_BYTES; each `write` sends everything added so far, so
  * a piece whose memory is reused afterwards is safe once it returns.
  *
- * The writes are not aligned to whole MiBs as backups/chunk-writer.ts's are
- * (each 1 MiB chunk goes out with its tar header and the `.xxhash` member
- * before it, 1.5 KiB more), and that is cheaper here: aligned, the kernel
- * filled the page cache with large folios at 1.7 s of system CPU per GiB,
- * against 0.3 unaligned (bench/RESULTS.md, 2026-11-27, wip/s39-backup). The
- * small pages cost a reader of the archive while it is still cached instead
- * (a `cp` of it just written: 0.8-1.5 s of system CPU per GiB against 0.3).
+ * The writes are not gathered to whole MiBs as backups/chunk-writer.ts's are
+ * (each 1 MiB chunk goes out with the 1.5 KiB of tar header and `.xxhash`
+ * member before it): in a job, gathered, they cost this thread 1.7 s of
+ * system CPU per GiB against 0.3 (one run; a file written alone either way
+ * costs the same 0.26, so the cause lies elsewhere and is not known:
+ * bench/RESULTS.md, 2026-11-27, wip/s39-backup).
  *
  * As backups/chunk-writer.ts, the file's datasync starts every `syncEvery`
  * bytes while the writes go on (libuv's thread mostly waits on the disk
