@@ -27,6 +27,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { BLOCK_SIZE, blockCount } from '../src/formats/blocks.js'
 import { encodeVhdStream, planVhdStream } from '../src/formats/vhd/stream-encoder.js'
 import { Api, cpuTimes, createVm, expectTransfer, secondsSince, startServer, stop, upload, writeRawFile, type Created } from './keel-client.js'
+import { followThreads, type ThreadRole } from './thread-stats.js'
 
 export interface BackupsBenchOptions {
   readonly vms: number
@@ -200,14 +201,23 @@ export async function backupsBench(options: BackupsBenchOptions): Promise<string
       const fullJob = async (setup: string, pin: boolean): Promise<void> => {
         const idle = p99(await latencies(probe, api.headers, { count: 500 }))
         const before = cpuTimes(server.child)
+        const threads = followThreads(server.child.pid ?? 0)
         const fullRun = run(full.id)
         const during = latencies(probe, api.headers, { done: fullRun.catch(() => undefined) })
         const seconds = await fullRun
         const after = cpuTimes(server.child)
+        const byThread = threads.stop()
+        const gib = bytesUnder(repositoryDir) / (1024 * MiB)
         // The service's CPU includes answering the reads measured beside the job.
         await againstCopy(`full job, ${options.vms} VMs (plain XVA)${setup}`, seconds, pin, { user: after.user - before.user, system: after.system - before.system })
         const busy = await during
         rows.push({ name: `API p99 during the full job (${busy.length} reads, one sent every ${PROBE_INTERVAL_MS} ms)${setup}`, keel: `${p99(busy).toFixed(1)} ms`, baseline: `idle: ${idle.toFixed(1)} ms`, ratio: p99(busy) / idle })
+        // Where the CPU went by thread, and how long the event loop's thread was ready but waited for a core.
+        const { main } = byThread
+        rows.push({ name: `same: main thread's run-queue wait, per second of the job${setup}`, keel: `${((main.waited / seconds) * 1000).toFixed(1)} ms/s (${main.waited.toFixed(2)} s)`, baseline: `its CPU: ${((main.user + main.system) / seconds).toFixed(2)} core`, ratio: main.waited / seconds })
+        const roles: ThreadRole[] = ['main', 'workers', 'others']
+        const perGib = roles.map((role) => `${role} ${(byThread[role].user / gib).toFixed(2)}/${(byThread[role].system / gib).toFixed(2)}`).join(', ')
+        rows.push({ name: `same: CPU per GiB by thread, user/system${setup}`, keel: perGib, baseline: 'waits per GiB: ' + roles.map((role) => `${role} ${(byThread[role].waited / gib).toFixed(2)}`).join(', '), ratio: 0 })
         rmSync(join(repositoryDir, 'xo-vm-backups'), { recursive: true })
       }
       await fullJob('', false)

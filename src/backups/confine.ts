@@ -43,7 +43,8 @@ async function realLocation(path: string): Promise<string | undefined> {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
       if ((code !== 'ENOENT' && code !== 'ENOTDIR') || dirname(prefix) === prefix) return undefined
-      if (await lstat(prefix).then(() => true, () => false)) return undefined
+      // There now: made meanwhile (a job's other VM creating the folders both write under), which resolves now, or a dangling link, which does not.
+      if (await lstat(prefix).then(() => true, () => false)) return realpath(prefix).then((real) => join(real, ...missing), () => undefined)
       missing.unshift(basename(prefix))
       prefix = dirname(prefix)
     }
