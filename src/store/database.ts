@@ -21,6 +21,23 @@ export function openDatabase(dataDir: string): Db {
   return db
 }
 
+/**
+ * Runs `write` with synchronous=NORMAL: its commit is in the WAL and
+ * consistent, but not synced; the next synced commit covers it. For writes
+ * no answer reports (a task's progress): on a disk busy with a backup's
+ * archives, a synced commit stalled the event loop, every request with it,
+ * for 100 to 229 ms (bench/RESULTS.md).
+ */
+export function unsynced<T>(db: Db, write: () => T): T {
+  const synchronous = Number(db.pragma('synchronous', { simple: true }))
+  db.pragma('synchronous = NORMAL')
+  try {
+    return write()
+  } finally {
+    db.pragma(`synchronous = ${synchronous}`)
+  }
+}
+
 export function migrate(db: Db): void {
   const current = db.pragma('user_version', { simple: true }) as number
   if (current > migrations.length) {

@@ -1,5 +1,5 @@
 import type { Statement } from 'better-sqlite3'
-import type { Db } from '../store/database.js'
+import { unsynced, type Db } from '../store/database.js'
 import type { EventBus } from '../events/bus.js'
 import { aborted, incorrectState, noSuchObject } from '../errors.js'
 import { serializeError, taskId, type TaskProperties, type TaskRecord } from './record.js'
@@ -24,9 +24,9 @@ interface Live {
 }
 
 /**
- * Each write is a synchronous, fsynced SQLite commit on the event loop: a
- * transfer reporting every chunk would spend its time there. Progress is
- * written (and published) at most this often, the latest report winning.
+ * Each write is a synchronous SQLite commit on the event loop: a transfer
+ * reporting every chunk would spend its time there. Progress is written (and
+ * published) at most this often, the latest report winning.
  */
 export const PROGRESS_WRITE_INTERVAL = 1000
 
@@ -201,7 +201,8 @@ export class TaskManager {
     const properties = { ...current.properties, ...change }
     if (properties.progress === current.properties.progress && JSON.stringify(properties.bytes) === JSON.stringify(current.properties.bytes)) return
     live.lastWrite = this.#options.clock()
-    this.#save({ ...current, properties, updatedAt: live.lastWrite }, current)
+    // No answer reports a progress: its commit is not synced, the task's next state's is and covers it.
+    this.#save({ ...current, properties, updatedAt: live.lastWrite }, current, { synced: false })
   }
 
   #finish(id: string, status: 'success' | 'failure', result: unknown): TaskRecord | undefined {
@@ -227,10 +228,12 @@ export class TaskManager {
     return finished
   }
 
-  #save(task: TaskRecord, previous: TaskRecord | undefined): void {
+  #save(task: TaskRecord, previous: TaskRecord | undefined, { synced = true } = {}): void {
     if (this.#closed) return
     const frozen = Object.freeze(task)
-    this.#upsert.run(task.id, task.status, JSON.stringify(task), this.#options.installationId)
+    const upsert = (): unknown => this.#upsert.run(task.id, task.status, JSON.stringify(task), this.#options.installationId)
+    if (synced) upsert()
+    else unsynced(this.#db, upsert)
     this.#tasks.set(task.id, frozen)
     this.#bus.publish(previous === undefined ? { kind: 'add', object: frozen } : { kind: 'update', object: frozen, previous })
   }

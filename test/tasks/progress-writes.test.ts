@@ -126,3 +126,28 @@ t.test('byte progress sets the percentage and the byte counts; finishing writes 
   t.equal(s.writesOf(run.task.id) - before, 1, 'only the final state was written: the pending timer was cancelled')
   t.same(s.tasks.get(run.task.id), finished)
 })
+
+t.test("a progress write is committed unsynced, a task's states synced", async (t) => {
+  const s = setup(t)
+  // Every change of the connection's synchronous setting, in order.
+  const changes: string[] = []
+  const pragma = s.db.pragma.bind(s.db)
+  s.db.pragma = ((source: string, options?: Database.PragmaOptions) => {
+    const set = /^synchronous = (\w+)$/.exec(source)?.[1]
+    if (set !== undefined) changes.push(set)
+    return pragma(source, options)
+  }) as typeof s.db.pragma
+  const run = started(s)
+  const ctx = await run.context
+  t.same(changes, [], 'the pending state is written synced')
+  const written = s.nextWrite(run.task.id)
+  s.clock.advance(PROGRESS_WRITE_INTERVAL)
+  ctx.progress(40)
+  await written
+  t.equal(s.stored(run.task.id).properties.progress, 40, 'the progress is committed')
+  t.same(changes, ['NORMAL', '2'], 'with the connection at NORMAL, and back to FULL after it')
+  run.finish()
+  await run.done
+  t.equal(s.stored(run.task.id).status, 'success')
+  t.same(changes, ['NORMAL', '2'], 'the final state is written synced')
+})
