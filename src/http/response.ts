@@ -1,6 +1,8 @@
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http'
 
 const REQUEST_ID = 'X-Request-Id'
+/** Never changed (not frozen: a frozen array's copy takes V8's slow path, three times the cost): each response's own queue is a copy of it. */
+const NO_OUTPUT: readonly unknown[] = []
 
 /**
  * The server's responses. Each carries its request's id, added only as its
@@ -30,11 +32,12 @@ export class KeelResponse<Request extends IncomingMessage = IncomingMessage> ext
     // start: once uncached listings at 50 connections have kept many of those queues alive for a while, every
     // later queue starts in the old generation. The head queued in it is then kept by the young collections
     // until they move it to the old generation too: about 220 bytes a single read, and full collections
-    // after them (bench/RESULTS.md, 2026-11-27, issue 30). Array.of builds the array without a literal, so
-    // it starts young whatever V8 decided. A queue that already holds something (a response waiting behind
-    // an earlier one on its connection) is kept.
+    // after them (bench/RESULTS.md, 2026-11-27, issue 30). A copy of an empty array is built by `slice`,
+    // without a literal, so it starts young whatever V8 decided; `Array.of()` does the same at five times
+    // the cost, 1,100 instructions a read (bench/RESULTS.md, 2026-11-27 15:00, wip/s39-onevm). A queue that
+    // already holds something (a response waiting behind an earlier one on its connection) is kept.
     // Guarded: the field is node's own, not in its types; were it renamed, this does nothing (test/http/response.test.ts fails).
-    if (Array.isArray(this.outputData) && this.outputData.length === 0) this.outputData = Array.of()
+    if (Array.isArray(this.outputData) && this.outputData.length === 0) this.outputData = NO_OUTPUT.slice()
     // Literal keys: a computed one makes V8 build the object the slow way.
     super.writeHead(statusCode, { 'Content-Type': contentType, 'Content-Length': contentLength, 'X-Request-Id': this.requestId })
   }
