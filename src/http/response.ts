@@ -32,9 +32,9 @@ export class KeelResponse<Request extends IncomingMessage = IncomingMessage> ext
    * generation, and the head queued there is kept by the young collections until they move it there too:
    * about 220 bytes a single read, and full collections after them (bench/RESULTS.md, 2026-11-27, issue 30).
    * An empty `write` sends the head as node sends a head with a text body, straight to the socket, and it
-   * costs less than the queue did: 2,300 instructions a read less than a fresh queue per response
-   * (bench/RESULTS.md, 2026-11-27 15:15, wip/s39-onevm). A response waiting behind an earlier one on its
-   * connection (pipelining) has no socket yet, and node queues its head and body as it queues any write.
+   * costs less than the queue did: 1,600 instructions a read less than a queue of Keel's own per response
+   * (bench/RESULTS.md, 2026-11-27 14:44–15:25 UTC, wip/s39-onevm). A response waiting behind an earlier one
+   * on its connection (pipelining) has no socket yet, and node queues its head and body as it queues any write.
    */
   sendWhole(statusCode: number, contentType: string, body: Buffer): void {
     // Literal keys: a computed one makes V8 build the object the slow way.
