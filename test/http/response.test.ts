@@ -69,4 +69,25 @@ t.test('a whole body answered with sendWhole', async (t) => {
     })
     t.equal(queues.length, 3)
   })
+
+  t.test('HEAD gets the head alone, and the connection then answers a GET whole', async (t) => {
+    const auth = basic(ADMIN_EMAIL, ADMIN_PASSWORD)
+    const request = (method: string, name: string, last: boolean): string =>
+      `${method} /test/whole/${name} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\n${last ? 'Connection: close\r\n' : ''}\r\n`
+    const connection = await rawConnection(server.url, request('HEAD', 'h', false))
+    // The HEAD's answer is whole once its head is: a body sent after it would be read as the next answer's start.
+    await connection.until((raw) => raw.includes('\r\n\r\n'))
+    connection.socket.write(request('GET', 'g', true))
+    await connection.closed
+    const parts = connection.raw().split('HTTP/1.1 ').slice(1)
+    t.equal(parts.length, 2)
+    const [headOnly = '', afterHead = ''] = (parts[0] ?? '').split('\r\n\r\n')
+    t.match(headOnly, /^200 OK\r\n/)
+    t.match(headOnly.toLowerCase(), `content-length: ${bodyOf('h').length}`)
+    t.match(headOnly.toLowerCase(), /x-request-id: [\w.-]+/)
+    t.equal(afterHead, '', 'no body after the head')
+    const [head = '', body = ''] = (parts[1] ?? '').split('\r\n\r\n')
+    t.match(head, /^200 OK\r\n/)
+    t.equal(body, bodyOf('g').toString('latin1'))
+  })
 })
