@@ -6,7 +6,9 @@
 // uncached listings are. Each request goes through a context holding its request and response,
 // made before the route is known: an object literal (`literal`) or an instance of a class
 // (`class`); with `none`, /one makes no context; with `queue`, /one makes no context either and gets a queue
-// of its own for its head (`Array.of()` in place of node's `outputData`, as src/http/response.ts does).
+// of its own for its head (`Array.of()` in place of node's `outputData`, the fix of 2026-11-27 12:20); with
+// `write`, /one makes no context and sends its head by an empty write before the body, so that the head never
+// goes through node's queue (as src/http/response.ts does since 2026-11-27 15:10).
 // Each case runs the server with `--max-semi-space-size=4` (as the service)
 // and `--trace-gc-nvp`, optionally 20 s of 50 connections on the listing first (V8 decides on a literal once 100 of its
 // objects were seen alive), then 50
@@ -32,7 +34,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import type { LoadRequest, LoadResult } from './load-child.js'
 
-type ContextKind = 'none' | 'queue' | 'literal' | 'class'
+type ContextKind = 'none' | 'queue' | 'write' | 'literal' | 'class'
 
 interface Case {
   readonly context: ContextKind
@@ -95,7 +97,14 @@ function serve(kind: ContextKind): void {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': one.length })
     res.end(one)
   }
+  const answerByWrite = (res: ServerResponse): void => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': one.length })
+    res.socket?.cork()
+    res.write('', 'latin1')
+    res.end(one)
+  }
   const server = createServer((req, res) => {
+    if (kind === 'write' && req.url === '/one') return answerByWrite(res)
     if (kind === 'queue' && req.url === '/one') (res as ServerResponse & { outputData: unknown[] }).outputData = Array.of()
     if ((kind === 'none' || kind === 'queue') && req.url === '/one') return answer(res)
     // One context for every route, made before the route is known, as a router's is.
@@ -166,6 +175,7 @@ if (process.argv[2] === 'serve') {
     { context: 'class', listingsFirst: true, flags: [] },
     { context: 'none', listingsFirst: true, flags: [] },
     { context: 'queue', listingsFirst: true, flags: [] },
+    { context: 'write', listingsFirst: true, flags: [] },
   ]
   const lines = ['| case | bytes promoted a request | µs of server CPU a request | full collections | req/s |', '|---|---|---|---|---|']
   for (const item of cases) lines.push(await run(item))

@@ -115,8 +115,8 @@ export async function sendLargeBody(res: ServerResponse, status: number, bytes: 
 
 export function sendJsonBytes(res: ServerResponse, status: number, bytes: Buffer, contentType = JSON_TYPE): void {
   // writeHead, not setHeader: on the hot path of single-object reads each setHeader call shows in the profile.
-  if (res instanceof KeelResponse) res.writeBodyHead(status, contentType, bytes.length)
-  else res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': bytes.length })
+  if (res instanceof KeelResponse) return res.sendWhole(status, contentType, bytes)
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': bytes.length })
   res.end(bytes)
 }
 

@@ -33,3 +33,25 @@ t.test('request lines follow the logger’s level as it changes', (t) => {
   t.equal(stderrOf('error', entry('quiet')), '', 'a service started above info writes none')
   t.end()
 })
+
+t.test('each line names its own method and target, whichever came before it', (t) => {
+  const line = (method: string, url: string | undefined): string =>
+    `log.request({ reqId: 'r', method: ${JSON.stringify(method)}, url: ${url === undefined ? 'undefined' : JSON.stringify(url)}, status: 200, ms: 1, aborted: false })`
+  const asked: Array<[string, string | undefined]> = [
+    ['GET', '/rest/v0/vms/a'],
+    ['GET', '/rest/v0/vms/a'],
+    ['DELETE', '/rest/v0/vms/a'],
+    ['GET', '/rest/v0/vms/"b"'],
+    ['GET', undefined],
+    ['GET', '/rest/v0/vms/a'],
+  ]
+  const lines = stderrOf('info', asked.map(([method, url]) => line(method, url)).join('\n')).trim().split('\n')
+  t.same(
+    lines.map((text) => {
+      const { method, url } = JSON.parse(text) as { method: string; url?: string | null }
+      return [method, url ?? undefined]
+    }),
+    asked,
+  )
+  t.end()
+})
