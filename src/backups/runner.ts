@@ -55,7 +55,14 @@ export function repositoryIdsOf(job: Pick<BackupJob, 'remotes'>): string[] {
   return typeof id === 'string' ? [id] : id.__or
 }
 
-/** A log's task tree, edited in place and stored at each state change (never per byte). */
+/**
+ * A log's task tree, edited in place and stored at each state change (never
+ * per byte). A step's start and end are committed unsynced: no answer reports
+ * them, a run's interrupted log is marked so at the next start, and the run's
+ * own states (`finish`) are synced commits that cover them. Synced, each
+ * waited on the event loop behind the archives' write-back, every request
+ * with it.
+ */
 class LogWriter {
   readonly #store: BackupStore
   #log: BackupLog & { tasks: LogTask[] }
@@ -72,15 +79,15 @@ class LogWriter {
     return this.#log
   }
 
-  save(): void {
-    this.#store.put({ ...this.#log, tasks: structuredClone(this.#log.tasks) })
+  save(synced: boolean): void {
+    this.#store.put({ ...this.#log, tasks: structuredClone(this.#log.tasks) }, { synced })
   }
 
   start(parent: LogTask | undefined, message: string, data?: Record<string, unknown>): LogTask {
     const task: LogTask = { id: `${this.#log.id}:${this.#next++}`, message, start: this.#clock(), status: 'pending', ...(data === undefined ? {} : { data }) }
     if (parent === undefined) this.#log.tasks.push(task)
     else (parent.tasks ??= []).push(task)
-    this.save()
+    this.save(false)
     return task
   }
 
@@ -88,12 +95,12 @@ class LogWriter {
     task.status = status
     task.end = this.#clock()
     if (result !== undefined) task.result = result
-    this.save()
+    this.save(false)
   }
 
   finish(status: LogStatus, fields: Partial<BackupLog> = {}): void {
     this.#log = { ...this.#log, ...fields, status, end: this.#clock() }
-    this.save()
+    this.save(true)
   }
 
   /** Runs `work` as a node of the tree: success with its result, failure with the error. */

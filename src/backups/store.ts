@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import type { XoRecord } from '../driver/types.js'
 import type { EventBus } from '../events/bus.js'
 import type { BackupJob, BackupLog, BackupRepository, RestoreLog, Schedule } from '../model/backups.js'
-import type { Db } from '../store/database.js'
+import { unsynced, type Db } from '../store/database.js'
 import { migrateComponent } from '../store/component-migrations.js'
 
 const MIGRATIONS = [
@@ -52,6 +52,7 @@ export interface DeltaBase {
  * keeps the installation that wrote it (in its row, not its record).
  */
 export class BackupStore {
+  readonly #db: Db
   readonly #bus: EventBus
   readonly #records = new Map<BackupRecordType, Map<string, XoRecord>>()
   readonly #installationId: string
@@ -66,6 +67,7 @@ export class BackupStore {
   #closed = false
 
   constructor(db: Db, bus: EventBus, installationId: string) {
+    this.#db = db
     this.#bus = bus
     this.#installationId = installationId
     migrateComponent(db, 'backups', MIGRATIONS)
@@ -98,12 +100,19 @@ export class BackupStore {
     return this.#map(type).get(id) as BackupRecords[T] | undefined
   }
 
-  /** Stores a record (new or replacing), durably, then publishes it; once closed, changes are dropped (a restart sees the last stored state). */
-  put<T extends BackupRecordType>(record: BackupRecords[T] & { readonly type: T }): BackupRecords[T] {
+  /**
+   * Stores a record (new or replacing), durably unless `synced` is false (a
+   * state no answer reports, which the next synced commit covers), then
+   * publishes it; once closed, changes are dropped (a restart sees the last
+   * stored state).
+   */
+  put<T extends BackupRecordType>(record: BackupRecords[T] & { readonly type: T }, { synced = true }: { readonly synced?: boolean } = {}): BackupRecords[T] {
     const text = JSON.stringify(record)
     const frozen = Object.freeze(JSON.parse(text) as XoRecord)
     if (this.#closed) return frozen as BackupRecords[T]
-    this.#upsert.run(record.type, record.id, text, RUN_LOGS.has(record.type) ? this.#installationId : null)
+    const upsert = (): unknown => this.#upsert.run(record.type, record.id, text, RUN_LOGS.has(record.type) ? this.#installationId : null)
+    if (synced) upsert()
+    else unsynced(this.#db, upsert)
     const map = this.#map(record.type)
     const previous = map.get(record.id)
     map.set(record.id, frozen)
