@@ -24,9 +24,9 @@ export function openDatabase(dataDir: string): Db {
 /**
  * Runs `write` with synchronous=NORMAL: its commit is in the WAL and
  * consistent, but not synced; the next synced commit covers it. For writes
- * no answer reports (a task's progress): on a disk busy with a backup's
- * archives, a synced commit stalled the event loop, every request with it,
- * for 100 to 229 ms (bench/RESULTS.md).
+ * no answer reports (a task's progress, a backup log's steps): on a disk
+ * busy with a backup's archives, a synced commit stalled the event loop,
+ * every request with it, for 100 to 229 ms (bench/RESULTS.md).
  */
 export function unsynced<T>(db: Db, write: () => T): T {
   const synchronous = Number(db.pragma('synchronous', { simple: true }))
