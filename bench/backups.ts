@@ -7,7 +7,8 @@
 // framing, chunk checksums, the archive's MD5) runs in the worker pool, so the event loop keeps
 // answering. The full job's row is followed by the service's CPU during it (all its threads, the
 // reads measured beside it included) per GiB stored, against the copy's: on a loaded machine the CPU
-// time says more than the wall time.
+// time says more than the wall time. Before the jobs, a synced copy of the lab's disks fills the page
+// cache, so that the job and its `cp` take their memory the same way (see the comment there).
 // Keel and cp run unpinned: the issue's point is that the per-byte work leaves the event loop for the
 // worker threads, which pinning the whole service to one core (as the other benchmarks do) would
 // deny them, while cp is one thread either way. Where taskset works, the full job runs once more at
@@ -19,7 +20,7 @@
 //   BENCH_BACKUP_CHANGE   percent of the written blocks changed before the delta run (5)
 import { spawn, spawnSync } from 'node:child_process'
 import { randomFillSync } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -41,6 +42,11 @@ export interface BackupsBenchOptions {
 const MiB = 1024 * 1024
 const LAB_VMS = 10
 const LAB_HOSTS = 2
+
+/** The memory no page cache or process holds, bytes (`MemFree`). */
+function freeMemory(): number {
+  return Number(/^MemFree:\s+(\d+) kB$/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? NaN) * 1024
+}
 
 /** Apparent bytes of every file under a folder. */
 function bytesUnder(folder: string): number {
@@ -196,6 +202,19 @@ export async function backupsBench(options: BackupsBenchOptions): Promise<string
         const perGib = ({ user, system }: Cpu): string => `${(user / gib).toFixed(2)} / ${(system / gib).toFixed(2)} s`
         rows.push({ name: `${name}: CPU per GiB, user / system`, keel: perGib(cpu), baseline: `cp: ${perGib(copied.cpu)}`, ratio: (cpu.user + cpu.system) / (copied.cpu.user + copied.cpu.system) })
       }
+
+      // The lab's disks copied (synced) before the jobs, and the copy kept until the end, so that the page cache fills
+      // the memory: the job and the `cp` after it then both take their pages back from the page cache. On this
+      // machine (a VM whose host takes back memory the guest has left free; bench/RESULTS.md, 2026-11-27 18:07 UTC) a
+      // page from the free memory costs its writer 1.4-3.0 s of system CPU per GiB against 0.3-0.9 for one taken
+      // back from the cache: the job, run first into free memory, paid it and the `cp` after it did not.
+      const disks = join(work, 'data', 'srs')
+      const filled = await copy(disks, join(work, 'page-cache'), false)
+      rows.push({
+        name: "cp of the lab's disks before the jobs, into free memory (the copy kept, so that the job and the cp after it take their pages from the page cache)",
+        keel: '',
+        baseline: `cp: ${rate(bytesUnder(disks), filled.seconds)}, ${(filled.cpu.system / (bytesUnder(disks) / (1024 * MiB))).toFixed(2)} s of system CPU per GiB; then free memory ${mib(freeMemory())}`,
+      })
 
       const full = await job('full')
       const probe = `${server.url}/rest/v0/vms/${vms[0]?.vm ?? ''}`
