@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../src/error-codes.js'
+import type { XvaFile } from '../src/disks/xva.js'
 import type { Compression } from '../src/formats/compression.js'
 import type { XvaDescription } from '../src/formats/xva/description.js'
 
@@ -17,9 +18,13 @@ export interface XvaOpen {
   readonly output: SharedArrayBuffer
   /** whether to send the archive's MD5 at its end (a backup's `.xva.checksum`), taken here rather than on the main thread */
   readonly md5: boolean
-  /** whether a plain archive's chunks leave as ranges of the input slots (XvaOptions.inPlace) */
-  readonly inPlace: boolean
+  /**
+   * the worker writes the archive into this file itself rather than posting
+   * it, a plain archive's chunks straight from the input slots
+   */
+  readonly file?: XvaFile
 }
+
 
 /** The protocol between workers/pool.ts (main thread) and workers/pipeline-worker.ts. */
 export type ToWorker =
@@ -38,6 +43,8 @@ export type ToWorker =
 export interface SerializedError {
   readonly message: string
   readonly code?: ErrorCode
+  /** a system call's error code (ENOSPC, EIO), kept so that the main thread reports it as a local one */
+  readonly errno?: string
   readonly data?: Record<string, unknown>
 }
 
@@ -54,10 +61,12 @@ export type FromWorker =
    * `last`: the worker writes no more into that slot until it is freed
    */
   | { readonly type: 'xva-output'; readonly id: number; readonly slot: number; readonly offset: number; readonly length: number; readonly last: boolean }
-  /** the archive's next `length` bytes are at `offset` in input slot `slot`: a chunk of a block, sent from where it was read */
-  | { readonly type: 'xva-input-range'; readonly id: number; readonly slot: number; readonly offset: number; readonly length: number }
   /** the MD5 of the whole archive, as sent, just before its end */
   | { readonly type: 'xva-md5'; readonly id: number; readonly hex: string }
+  /** the archive's size, once the worker wrote all of it into its file (XvaOpen.file), just before its end */
+  | { readonly type: 'xva-written'; readonly id: number; readonly bytes: number }
+  /** after an abort: the worker no longer touches the job's memory or file */
+  | { readonly type: 'xva-stopped'; readonly id: number }
 
 /** Below this size a copy costs less than it risks: small buffers are often shared constants or pool slices. */
 const TRANSFER_THRESHOLD = 64 * 1024

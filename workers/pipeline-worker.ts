@@ -23,7 +23,8 @@ const post = (message: FromWorker, transfer: ArrayBuffer[] = []): void => port.p
 
 function serialize(error: unknown): SerializedError {
   if (error instanceof KeelError) return { message: error.message, code: error.code, ...(error.data === undefined ? {} : { data: error.data }) }
-  return { message: error instanceof Error ? error.message : String(error) }
+  const errno = (error as NodeJS.ErrnoException | undefined)?.code
+  return { message: error instanceof Error ? error.message : String(error), ...(typeof errno === 'string' ? { errno } : {}) }
 }
 
 function fail(id: number, error: unknown): void {
@@ -83,7 +84,9 @@ function xvaMessage(message: ToWorker): boolean {
       const job = xvaJobs.get(message.id)
       if (job === undefined) return false
       xvaJobs.delete(message.id)
-      job.abort()
+      const { id } = message
+      // The main thread keeps the job's memory and file until told they are no longer touched.
+      void job.abort().then(() => post({ type: 'xva-stopped', id }))
       return true
     }
     default:

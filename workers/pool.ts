@@ -5,7 +5,7 @@ import type { DiskBlock, DiskSource } from '../src/formats/blocks.js'
 import type { Compression } from '../src/formats/compression.js'
 import { giveBack, lend } from '../src/formats/lending.js'
 import type { XvaDescription } from '../src/formats/xva/description.js'
-import type { XvaOptions } from '../src/disks/xva.js'
+import type { XvaFile, XvaOptions } from '../src/disks/xva.js'
 import { forTransfer, type FromWorker, type SerializedError, type ToWorker } from './messages.js'
 import { INPUT_SLOT_SIZE, OUTPUT_SLOT_SIZE, Slots } from './slots.js'
 
@@ -52,13 +52,12 @@ type Post = (message: ToWorker, transfer?: ArrayBuffer[]) => void
 const XVA_INPUT_SLOTS = 4
 export const XVA_OUTPUT_SLOTS = 4
 /**
- * Input slots of an export whose chunks leave in place (XvaOptions.inPlace):
- * they also hold what waits to be written, which the output slots held
- * before, so that the reader stays two blocks ahead while the file writer
- * holds its 1 MiB write and the next (16 MiB, against 12 for the two kinds of
- * slots; not measured on a quiet machine yet, bench/RESULTS.md).
+ * Input slots of an export the worker writes into a file (writeXva), whose
+ * plain chunks are written from them: as many as when the main thread wrote
+ * them, when the slots also held what waited for its writes (16 MiB in all;
+ * fewer not measured yet).
  */
-export const XVA_IN_PLACE_INPUT_SLOTS = 8
+export const XVA_FILE_INPUT_SLOTS = 8
 
 /** The shared memory of one XVA export, used again by the next one (see XvaStream). */
 interface XvaMemory {
@@ -70,7 +69,9 @@ interface XvaMemory {
 const IDLE_XVA_MEMORY = 2
 
 function revive(error: SerializedError): Error {
-  return error.code === undefined ? new Error(error.message) : new KeelError(error.code, error.message, error.data)
+  if (error.code !== undefined) return new KeelError(error.code, error.message, error.data)
+  // A system call's failure in the worker reads as one here (backups/repository.ts's storageError tells a full disk by it).
+  return error.errno === undefined ? new Error(error.message) : Object.assign(new Error(error.message), { code: error.errno })
 }
 
 /**
@@ -158,12 +159,12 @@ class PipelineStream extends Duplex {
 /**
  * The main-thread end of one XVA encoding (workers/xva-job.ts): blocks are
  * read or copied into shared input slots for the worker, and the archive
- * comes back as ranges of shared memory, each yielded as a view lent until
- * given back: ranges of the output slots, and for a plain archive each chunk
- * as the range of the input slot it was read into. An input slot is read
- * again once the worker is done with it and every range of it is given back;
- * an output slot is filled again once the worker gave it up and every range
- * of it is given back.
+ * comes back as ranges of the output slots, each yielded as a view lent until
+ * given back, unless the worker writes it into a file itself. An input slot
+ * is read again once the worker is done with it; an output slot is filled
+ * again once the worker gave it up and every range of it is given back. The
+ * stream leaves the pool (`release`) only once the worker is done with it:
+ * ended, failed, or stopped on request.
  */
 class XvaStream implements Job {
   readonly memory: XvaMemory
@@ -172,8 +173,6 @@ class XvaStream implements Job {
   readonly #post: Post
   readonly #release: () => void
   readonly #recycle: (memory: XvaMemory) => void
-  /** per input slot: the worker's hold on it (fed until freed) plus its ranges lent */
-  readonly #inputHolds: number[]
   /** per output slot: its ranges lent */
   readonly #outputLent: number[]
   /** per output slot: the worker posted its last range */
@@ -184,6 +183,13 @@ class XvaStream implements Job {
   #settled = false
   /** views yielded and not given back yet */
   #lent = 0
+  /** the archive's size, when the worker wrote it into a file */
+  #written: number | undefined
+  #workerDone = false
+  #abortSent = false
+  #onWorkerDone: () => void = () => {}
+  /** settles once the worker no longer touches this export's memory or file */
+  readonly workerDone = new Promise<void>((resolve) => (this.#onWorkerDone = resolve))
 
   /**
    * `recycle` gets the memory back once no thread can touch it any more: the
@@ -203,7 +209,6 @@ class XvaStream implements Job {
   ) {
     this.memory = memory
     this.input = new Slots(memory.input, INPUT_SLOT_SIZE)
-    this.#inputHolds = new Array<number>(memory.input.byteLength / INPUT_SLOT_SIZE).fill(0)
     this.#outputLent = new Array<number>(memory.output.byteLength / OUTPUT_SLOT_SIZE).fill(0)
     this.#outputGivenUp = new Array<boolean>(memory.output.byteLength / OUTPUT_SLOT_SIZE).fill(false)
     this.#post = post
@@ -214,7 +219,7 @@ class XvaStream implements Job {
   receive(message: FromWorker): void {
     switch (message.type) {
       case 'xva-input-free':
-        this.#dropInput(message.slot)
+        this.input.free(message.slot)
         return
       case 'xva-output': {
         const { slot, offset, length, last } = message
@@ -223,18 +228,19 @@ class XvaStream implements Job {
         this.#offer(Buffer.from(this.memory.output, slot * OUTPUT_SLOT_SIZE + offset, length), () => this.#outputSent(slot))
         break
       }
-      case 'xva-input-range': {
-        const { slot, offset, length } = message
-        this.#inputHolds[slot] = (this.#inputHolds[slot] ?? 0) + 1
-        this.#offer(Buffer.from(this.memory.input, slot * INPUT_SLOT_SIZE + offset, length), () => this.#dropInput(slot))
-        break
-      }
       case 'xva-md5':
         this.md5?.(message.hex)
+        return
+      case 'xva-written':
+        this.#written = message.bytes
+        return
+      case 'xva-stopped':
+        this.#finishWorker()
         return
       case 'end':
         this.#ended = true
         this.#settle()
+        this.#finishWorker()
         this.#recycleWhenIdle()
         break
       case 'error':
@@ -246,7 +252,16 @@ class XvaStream implements Job {
     this.#wake?.()
   }
 
+  /** The worker's side failed or is gone: called for its error message, or when the pool loses or ends the worker. */
   destroy(error: Error): void {
+    this.#failure ??= error
+    this.#settle()
+    this.#finishWorker()
+    this.#wake?.()
+  }
+
+  /** This thread's side failed (a disk read): the export ends with `error`, and stop() then tells the worker. */
+  fail(error: Error): void {
     this.#failure ??= error
     this.#settle()
     this.#wake?.()
@@ -254,7 +269,10 @@ class XvaStream implements Job {
 
   /** Stops the worker's side if it still runs; called however the reading ends. */
   stop(): void {
-    if (!this.#settled) this.#post({ type: 'abort', id: this.id })
+    if (!this.#workerDone && !this.#abortSent) {
+      this.#abortSent = true
+      this.#post({ type: 'abort', id: this.id })
+    }
     this.#failure ??= new Error('XVA export stopped')
     this.#settle()
   }
@@ -278,8 +296,18 @@ class XvaStream implements Job {
       this.input.view(slot).set(data)
       giveBack(data)
     }
-    this.#inputHolds[slot] = 1
     this.#post({ type: 'xva-block', id: this.id, disk, index: block.index, slot })
+  }
+
+  /** Once the worker wrote the whole archive into its file: its size. */
+  async written(): Promise<number> {
+    for (;;) {
+      if (this.#failure !== undefined) throw this.#failure
+      if (this.#ended) break
+      await new Promise<void>((resolve) => (this.#wake = resolve))
+    }
+    if (this.#written === undefined) throw new Error('the XVA export ended without its size')
+    return this.#written
   }
 
   async *chunks(): AsyncGenerator<Buffer> {
@@ -312,12 +340,6 @@ class XvaStream implements Job {
     this.#post({ type: 'xva-output-free', id: this.id, slot })
   }
 
-  #dropInput(slot: number): void {
-    const holds = (this.#inputHolds[slot] ?? 0) - 1
-    this.#inputHolds[slot] = holds
-    if (holds === 0) this.input.free(slot)
-  }
-
   #recycleWhenIdle(): void {
     if (this.#ended && this.#lent === 0) this.#recycle(this.memory)
   }
@@ -326,7 +348,13 @@ class XvaStream implements Job {
     if (this.#settled) return
     this.#settled = true
     this.input.close(this.#failure ?? new Error('XVA export ended'))
+  }
+
+  #finishWorker(): void {
+    if (this.#workerDone) return
+    this.#workerDone = true
     this.#release()
+    this.#onWorkerDone()
   }
 }
 
@@ -397,9 +425,43 @@ export class WorkerPool {
    * allows it, and everything per byte runs in the worker. Each chunk yielded
    * is lent: give it back (formats/lending.ts) once it is sent.
    */
-  async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, { now = new Date(), md5, inPlace = false }: XvaOptions = {}): AsyncGenerator<Buffer> {
+  async *encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, { now = new Date(), md5 }: XvaOptions = {}): AsyncGenerator<Buffer> {
+    const { stream, feeding } = this.#startXva(description, disks, compression, { now, md5 })
+    try {
+      yield* stream.chunks()
+    } finally {
+      stream.stop()
+      await feeding
+    }
+  }
+
+  /**
+   * An XVA of `disks` as encodeXva's, written by the worker into `file`
+   * (workers/file-output.ts): the blocks are still read here, but no byte of
+   * the archive comes back to this thread, and the kernel's copies of the
+   * writes run on the worker's thread. Settles with the archive's size, or
+   * with the error that stopped it, and in either case only once the worker
+   * no longer touches the file, which the caller may then close.
+   */
+  async writeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, file: XvaFile, { now = new Date(), md5 }: XvaOptions = {}): Promise<number> {
+    const { stream, feeding } = this.#startXva(description, disks, compression, { now, md5, file })
+    try {
+      return await stream.written()
+    } finally {
+      stream.stop()
+      await feeding
+      await stream.workerDone
+    }
+  }
+
+  #startXva(
+    description: XvaDescription,
+    disks: readonly DiskSource[],
+    compression: Compression,
+    { now, md5, file }: { now: Date; md5: ((hex: string) => void) | undefined; file?: XvaFile },
+  ): { stream: XvaStream; feeding: Promise<void> } {
     const { id, post, release, slot } = this.#place()
-    const inputBytes = (inPlace ? XVA_IN_PLACE_INPUT_SLOTS : XVA_INPUT_SLOTS) * INPUT_SLOT_SIZE
+    const inputBytes = (file === undefined ? XVA_INPUT_SLOTS : XVA_FILE_INPUT_SLOTS) * INPUT_SLOT_SIZE
     const idle = this.#idleXvaMemory.findIndex((candidate) => candidate.input.byteLength === inputBytes)
     const memory = idle >= 0 ? (this.#idleXvaMemory.splice(idle, 1)[0] as XvaMemory) : { input: new SharedArrayBuffer(inputBytes), output: new SharedArrayBuffer(XVA_OUTPUT_SLOTS * OUTPUT_SLOT_SIZE) }
     const recycle = (done: XvaMemory): void => {
@@ -408,7 +470,7 @@ export class WorkerPool {
     const stream = new XvaStream(id, memory, post, release, recycle, md5)
     slot.streams.set(id, stream)
     const shapes = disks.map(({ size, allocated }) => ({ size, allocated }))
-    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output, md5: md5 !== undefined, inPlace })
+    post({ type: 'xva-open', id, description, disks: shapes, compression, now: now.getTime(), input: memory.input, output: memory.output, md5: md5 !== undefined, ...(file === undefined ? {} : { file }) })
     const feeding = (async () => {
       for (const [disk, source] of disks.entries()) {
         for await (const block of source.read(() => stream.slotBuffer())) {
@@ -419,13 +481,8 @@ export class WorkerPool {
           await stream.feed(disk, block)
         }
       }
-    })().catch((error: unknown) => stream.destroy(error instanceof Error ? error : new Error(String(error))))
-    try {
-      yield* stream.chunks()
-    } finally {
-      stream.stop()
-      await feeding
-    }
+    })().catch((error: unknown) => stream.fail(error instanceof Error ? error : new Error(String(error))))
+    return { stream, feeding }
   }
 
   #place(): { id: number; post: Post; release: () => void; slot: Slot } {
@@ -458,7 +515,8 @@ export class WorkerPool {
   async close(): Promise<void> {
     const slots = this.#slots.splice(0)
     for (const slot of slots) clearTimeout(slot.retirement)
-    for (const slot of slots) for (const stream of slot.streams.values()) stream.destroy(new Error('worker pool closed'))
+    // Ended first: a stream destroyed lets its caller close the file a worker writes into (writeXva).
     await Promise.all(slots.map((slot) => slot.worker.terminate()))
+    for (const slot of slots) for (const stream of slot.streams.values()) stream.destroy(new Error('worker pool closed'))
   }
 }

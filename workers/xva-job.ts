@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, type Hash } from 'node:crypto'
 import { once } from 'node:events'
 import type { Transform } from 'node:stream'
 import zstd from 'zstd-napi/binding.js'
@@ -6,6 +6,7 @@ import type { DiskBlock, DiskContent } from '../src/formats/blocks.js'
 import { compressor, ZSTD_LEVEL } from '../src/formats/compression.js'
 import { giveBack, lend } from '../src/formats/lending.js'
 import { encodeXva } from '../src/formats/xva/xva-writer.js'
+import { FILE_WRITE_BYTES, FileOutput } from './file-output.js'
 import type { FromWorker, XvaOpen } from './messages.js'
 import { INPUT_SLOT_SIZE, OUTPUT_SLOT_SIZE, Slots, slotView } from './slots.js'
 
@@ -141,34 +142,40 @@ class ZstdSink implements Sink {
 }
 
 /**
- * The plain archive. In place, a chunk cut from a block in an input slot is
- * posted as that range of the slot, and only what lies between chunks (tar
- * headers and padding, `.xxhash` members, ova.xml) is copied into the output
- * slots; otherwise everything is copied. Copying every chunk cost the worker
- * 0.03 to 0.09 s of CPU per GiB, plus an output slot's round trip between the
- * threads per MiB (bench/RESULTS.md).
+ * The plain archive, copied into the output slots for a reader on the main
+ * thread. Into a file, a chunk cut from a block in an input slot is written
+ * from there, and only what lies between chunks (tar headers and padding,
+ * `.xxhash` members, ova.xml) is copied into the output slots: copying every
+ * chunk cost the worker 0.03 to 0.09 s of CPU per GiB (bench/RESULTS.md).
  */
 class PlainSink implements Sink {
   readonly #out: SlotWriter
-  readonly #input: SharedArrayBuffer | undefined
-  readonly #send: (chunk: Buffer) => void
+  readonly #inPlace: InPlace | undefined
 
-  /** `input`: the memory whose ranges are sent in place; undefined copies every piece */
-  constructor(out: SlotWriter, input: SharedArrayBuffer | undefined, send: (chunk: Buffer) => void) {
+  constructor(out: SlotWriter, inPlace?: InPlace) {
     this.#out = out
-    this.#input = input
-    this.#send = send
+    this.#inPlace = inPlace
   }
 
   write(piece: Buffer): Promise<void> | undefined {
-    if (this.#input === undefined || piece.buffer !== this.#input) return this.#out.copy(piece)
-    // What was copied before the chunk goes first, so the main thread gets the pieces in the archive's order.
+    if (this.#inPlace === undefined || piece.buffer !== this.#inPlace.input) return this.#out.copy(piece)
+    const { file, md5 } = this.#inPlace
+    // The bytes copied before the chunk go first. Its slot goes back to the reader once the encoder moves on: it is written now.
     this.#out.flush(false)
-    this.#send(piece)
+    md5?.update(piece)
+    file.add(piece)
+    file.write()
     return undefined
   }
 
   async end(): Promise<void> {}
+}
+
+/** Where a plain archive's chunks are written from their input slot: the slots' memory, the file, the archive's running MD5. */
+interface InPlace {
+  readonly input: SharedArrayBuffer
+  readonly file: FileOutput
+  readonly md5: Hash | undefined
 }
 
 /** gzip through zlib's stream (it keeps no input once a write's callback ran), its output copied into the slots. */
@@ -203,9 +210,11 @@ class GzipSink implements Sink {
  * One XVA export's per-byte work in a worker: tar framing, the XXH64 of every
  * chunk, the compression and, for a backup, the archive's MD5. Blocks arrive
  * in input slots, which go back to the main thread as soon as the archive no
- * longer reads them (a plain archive's chunks leave as ranges of them, which
- * the main thread keeps until sent); the rest of the archive leaves in output
- * slots, which come back once sent.
+ * longer reads them; the archive leaves in output slots, which come back once
+ * sent. Given a file (XvaOpen.file), the job writes the archive there itself
+ * (workers/file-output.ts): a plain archive's chunks straight from the input
+ * slots, the rest from the output slots, each slot free again once written;
+ * nothing of it is posted.
  */
 export class XvaJob {
   readonly #queues: BlockQueue[]
@@ -213,6 +222,7 @@ export class XvaJob {
   readonly #output: Slots
   readonly #post: Post
   readonly #open: XvaOpen
+  readonly #file: FileOutput | undefined
   #aborted = false
 
   constructor(open: XvaOpen, post: Post) {
@@ -221,6 +231,7 @@ export class XvaJob {
     this.#input = open.input
     this.#output = new Slots(open.output, OUTPUT_SLOT_SIZE)
     this.#queues = open.disks.map(() => new BlockQueue())
+    this.#file = open.file === undefined ? undefined : new FileOutput(open.file)
   }
 
   block(disk: number, index: number, slot: number): void {
@@ -232,26 +243,40 @@ export class XvaJob {
     this.#output.free(slot)
   }
 
-  abort(): void {
+  /** Stops the job: settles once nothing of it writes to its file any more. */
+  async abort(): Promise<void> {
     this.#aborted = true
     this.#output.close(new Error('XVA export aborted'))
     for (const queue of this.#queues) queue.close()
+    await this.#file?.close()
   }
 
   /** Encodes the whole archive; settles once its last byte is posted, or with the error that stopped it. */
   async run(): Promise<void> {
+    try {
+      await this.#encode()
+    } finally {
+      await this.#file?.close()
+    }
+  }
+
+  async #encode(): Promise<void> {
     const { id, description, disks, compression, now } = this.#open
     const md5 = this.#open.md5 ? createHash('md5') : undefined
+    const file = this.#file
     const out = new SlotWriter(this.#output, (slot, offset, length, last) => {
       // A range is final when posted, and ranges are posted in the archive's order.
-      md5?.update(this.#output.view(slot).subarray(offset, offset + length))
-      this.#post({ type: 'xva-output', id, slot, offset, length, last })
+      const range = this.#output.view(slot).subarray(offset, offset + length)
+      md5?.update(range)
+      if (file === undefined) {
+        this.#post({ type: 'xva-output', id, slot, offset, length, last })
+        return
+      }
+      // A slot given up is filled again once on disk; a part of one waits to go out with what follows it.
+      file.add(range, last ? () => this.#output.free(slot) : undefined)
+      if (last || file.pending >= FILE_WRITE_BYTES) file.write()
     })
-    const sendInput = (chunk: Buffer): void => {
-      md5?.update(chunk)
-      this.#post({ type: 'xva-input-range', id, slot: Math.floor(chunk.byteOffset / INPUT_SLOT_SIZE), offset: chunk.byteOffset % INPUT_SLOT_SIZE, length: chunk.length })
-    }
-    const sink = compression === 'zstd' ? new ZstdSink(out) : compression === 'gzip' ? new GzipSink(out) : new PlainSink(out, this.#open.inPlace ? this.#input : undefined, sendInput)
+    const sink = compression === 'zstd' ? new ZstdSink(out) : compression === 'gzip' ? new GzipSink(out) : file === undefined ? new PlainSink(out) : new PlainSink(out, { input: this.#input, file, md5 })
     const contents: DiskContent[] = disks.map((disk, i) => ({ size: disk.size, allocated: disk.allocated, blocks: this.#queues[i] as BlockQueue }))
     for await (const piece of encodeXva(description, contents, { now: new Date(now), release: giveBack })) {
       await sink.write(piece)
@@ -259,6 +284,7 @@ export class XvaJob {
     }
     await sink.end()
     out.flush()
+    if (file !== undefined) this.#post({ type: 'xva-written', id, bytes: await file.finish() })
     if (md5 !== undefined) this.#post({ type: 'xva-md5', id, hex: md5.digest('hex') })
   }
 }

@@ -47,6 +47,14 @@ export interface OpenedDisk {
   close(): Promise<void>
 }
 
+/**
+ * Writes an archive into a new, empty file from its start, itself (a worker
+ * that encodes it, workers/file-output.ts), starting the file's datasync
+ * every `syncEvery` bytes; settles with its size once nothing of it writes
+ * to `fd` any more. The repository makes it durable and names it.
+ */
+export type ArchiveFill = (file: { readonly fd: number; readonly syncEvery: number }) => Promise<number>
+
 export type RepositoryStatus = { readonly ok: true } | { readonly ok: false; readonly reason: string }
 
 const METADATA_NAME = /^(\d{8}T\d{6}Z)\.json$/
@@ -69,11 +77,11 @@ const folderLocks = new KeyedLock<string>()
  */
 const SYNC_EVERY = 64 * 1024 * 1024
 
-/** A new file of `chunks` (lent: each given back once on disk), synced before this settles; returns its size. */
-async function writeSynced(path: string, chunks: AsyncIterable<Buffer>, options: ChunkWriteOptions = {}): Promise<number> {
+/** A new file of `chunks` (lent: each given back once on disk), or filled by `chunks`, synced before this settles; returns its size. */
+async function writeSynced(path: string, chunks: AsyncIterable<Buffer> | ArchiveFill, options: ChunkWriteOptions = {}): Promise<number> {
   const file = await open(path, 'wx')
   try {
-    const size = await writeChunks(file, chunks, { syncEvery: SYNC_EVERY, ...options })
+    const size = typeof chunks === 'function' ? await chunks({ fd: file.fd, syncEvery: SYNC_EVERY }) : await writeChunks(file, chunks, { syncEvery: SYNC_EVERY, ...options })
     // The data and the size; the name is made durable by the folder's sync, before the metadata names the file.
     await file.datasync()
     return size
@@ -277,16 +285,16 @@ export class LocalRepository {
    * Writes a full archive: the XVA, its checksum, then the metadata. Returns
    * the stored size. `md5` answers the archive's MD5 once it has ended when
    * its producer took it (a worker, off the main thread); without it, it is
-   * taken here.
+   * taken here, from the chunks (an `ArchiveFill` then needs `md5`).
    */
-  async writeFull(metadata: FullBackupMetadata, xva: AsyncIterable<Buffer>, md5?: () => string | undefined): Promise<{ size: number }> {
+  async writeFull(metadata: FullBackupMetadata, xva: AsyncIterable<Buffer> | ArchiveFill, md5?: () => string | undefined): Promise<{ size: number }> {
     return this.#writing(metadata, async ({ folder, ts, json }) => {
       const data = join(folder, `${ts}.xva`)
       const checksum = `${data}.checksum`
       const temporary = join(folder, temporaryDataName(ts, 'xva', Date.now()))
       let placed = false
       try {
-        const hash = md5 === undefined ? createHash('md5') : undefined
+        const hash = md5 === undefined && typeof xva !== 'function' ? createHash('md5') : undefined
         const size = await writeSynced(temporary, xva, hash === undefined ? {} : { each: (chunk) => hash.update(chunk) })
         await checkXva(temporary, size)
         await rename(temporary, data)

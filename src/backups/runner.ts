@@ -4,7 +4,7 @@ import type { DiskBlock } from '../formats/blocks.js'
 import { createdRecord, visibly } from '../driver/visible.js'
 import { aborted, incorrectState, invalidParameters, isKeelError } from '../errors.js'
 import { exportVhd, exportVhdDelta } from '../disks/export.js'
-import { describeVm, exportXva, type StreamWorkers } from '../disks/xva.js'
+import { describeVm, writeXvaFile, type StreamWorkers, type XvaFile } from '../disks/xva.js'
 import type { BackupJob, BackupLog, BackupRepository, LogStatus, LogTask } from '../model/backups.js'
 import type { TaskContext, TaskManager } from '../tasks/manager.js'
 import { serializeError } from '../tasks/record.js'
@@ -338,8 +338,9 @@ export class BackupRunner {
     }
     let md5: string | undefined
     const concurrency = job.settings['']?.nbdConcurrency ?? DEFAULT_READ_CONCURRENCY
-    const xva = exportXva(disks, description, vdis, compression, this.#deps.workers, { concurrency, md5: (hex) => (md5 = hex), inPlace: true })
-    await log.step(node, 'transfer', undefined, () => repository.writeFull(metadata, xva, () => md5))
+    // The worker that encodes the archive writes it too: its bytes never come back to the main thread.
+    const fill = (file: XvaFile): Promise<number> => writeXvaFile(disks, description, vdis, compression, this.#deps.workers, file, { concurrency, md5: (hex) => (md5 = hex) })
+    await log.step(node, 'transfer', undefined, () => repository.writeFull(metadata, fill, () => md5))
     await this.#retain(job, scheduleId, vm, repository)
   }
 

@@ -14,6 +14,19 @@ export interface StreamWorkers {
   transform(name: string): Duplex
   /** an XVA of `disks`, compressed as asked; each chunk is lent (formats/lending.ts) */
   encodeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, options?: XvaOptions): AsyncIterable<Buffer>
+  /** the same archive, written by the worker into an open file from its start; its size, once the worker no longer touches the file */
+  writeXva(description: XvaDescription, disks: readonly DiskSource[], compression: Compression, file: XvaFile, options?: XvaOptions): Promise<number>
+}
+
+/**
+ * A file a worker writes an archive into, from its start, with positional
+ * writes on its own thread (workers/file-output.ts).
+ */
+export interface XvaFile {
+  /** open for writing, and kept open by the caller until the worker is done with it */
+  readonly fd: number
+  /** bytes after which the file's datasync is started, the writes going on meanwhile (backups/chunk-writer.ts) */
+  readonly syncEvery: number
 }
 
 export interface XvaOptions {
@@ -21,14 +34,6 @@ export interface XvaOptions {
   readonly now?: Date
   /** receives the MD5 of the whole archive (hex) once its last byte is produced, before the stream ends */
   readonly md5?: (hex: string) => void
-  /**
-   * a plain archive's chunks are yielded in place, as ranges of the memory
-   * their blocks were read into, with the bytes between them (tar headers,
-   * `.xxhash` members) as small chunks of their own: for a consumer that
-   * gathers chunks into larger writes (a backup's file writer), not for a
-   * socket, whose pacing counts chunks (http/stream-pacer.ts)
-   */
-  readonly inPlace?: boolean
 }
 
 type Lookup = (id: string) => XoRecord | undefined
@@ -121,13 +126,34 @@ export async function* exportXva(
   workers: StreamWorkers,
   { concurrency = 1, ...options }: XvaOptions & { readonly concurrency?: number } = {},
 ): AsyncGenerator<Buffer> {
+  yield* workers.encodeXva(description, await diskSources(disks, vdis, concurrency), compression, options)
+}
+
+async function diskSources(disks: DiskAccess, vdis: readonly XoRecord[], concurrency: number): Promise<DiskSource[]> {
   const sources: DiskSource[] = []
   for (const vdi of vdis) {
     const allocated = await disks.allocation(vdi)
     // Lazy: a disk's reads start (and hold its SR) only when the encoding reaches it.
     sources.push({ size: diskSize(vdi), allocated, read: (buffer) => disks.readBlocks(vdi, allocated, { concurrency, buffer }) })
   }
-  yield* workers.encodeXva(description, sources, compression, options)
+  return sources
+}
+
+/**
+ * exportXva's archive written by a worker into `file` (a backup's): the
+ * blocks are read on this thread, everything per byte after them, the
+ * kernel's copies into the file included, runs on the worker's.
+ */
+export async function writeXvaFile(
+  disks: DiskAccess,
+  description: XvaDescription,
+  vdis: readonly XoRecord[],
+  compression: Compression,
+  workers: StreamWorkers,
+  file: XvaFile,
+  { concurrency = 1, ...options }: XvaOptions & { readonly concurrency?: number } = {},
+): Promise<number> {
+  return workers.writeXva(description, await diskSources(disks, vdis, concurrency), compression, file, options)
 }
 
 /**

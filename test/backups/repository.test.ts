@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, symlinkSync, writeFileSync, writeSync } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -233,6 +233,37 @@ t.test('an archive’s data is synced before anything names it, and a failed syn
   failing = true
   await t.rejects(repository.writeFull({ ...full.metadata, timestamp: Date.UTC(2026, 0, 6) }, xva()), { code: 'EIO' })
   t.same(filesUnder(root), before, 'nothing is left, not even a temporary file')
+  t.same((await repository.listArchives()).map((entry) => entry.metadataPath), archives, 'no archive listed but the ones before')
+})
+
+t.test('an archive its producer writes into the file itself is named once synced; a failed write names nothing', async (t) => {
+  const root = copyOfFixture(t)
+  const repository = new LocalRepository(root, [root])
+  const full = (await repository.listArchives())[0]
+  if (full?.metadata.mode !== 'full') throw new Error('unexpected fixture')
+  const xva = readFileSync(join(root, VM_DIR, full.metadata.xva))
+  const md5 = createHash('md5').update(xva).digest('hex')
+  const given: number[] = []
+  // As a worker does (workers/file-output.ts): positional writes into the descriptor it is given.
+  const fill = async ({ fd, syncEvery }: { fd: number; syncEvery: number }): Promise<number> => {
+    given.push(syncEvery)
+    return writeSync(fd, xva, 0, xva.length, 0)
+  }
+  await repository.writeFull({ ...full.metadata, timestamp: Date.UTC(2026, 0, 5) }, fill, () => md5)
+  t.ok(given.length === 1 && (given[0] ?? 0) > 0, 'the producer is told how often to start a sync')
+  t.ok(readFileSync(join(root, VM_DIR, '20260105T000000Z.xva')).equals(xva), 'the archive as written')
+  t.equal(readFileSync(join(root, VM_DIR, '20260105T000000Z.xva.checksum'), 'utf8'), `$1$$${md5}`, 'its checksum, the MD5 the producer gave')
+
+  const before = filesUnder(root)
+  const archives = (await repository.listArchives()).map((entry) => entry.metadataPath)
+  const failing = (code: string) => async ({ fd }: { fd: number }): Promise<number> => {
+    writeSync(fd, xva, 0, xva.length, 0)
+    throw Object.assign(new Error(`${code}: write`), { code })
+  }
+  await t.rejects(repository.writeFull({ ...full.metadata, timestamp: Date.UTC(2026, 0, 6) }, failing('ENOSPC'), () => md5), { code: 'INCORRECT_STATE', data: { actual: 'full' } }, 'a full disk')
+  t.same(filesUnder(root), before, 'nothing is left, not even a temporary file')
+  await t.rejects(repository.writeFull({ ...full.metadata, timestamp: Date.UTC(2026, 0, 6) }, failing('EIO'), () => md5), { code: 'EIO' }, 'a failed write or sync')
+  t.same(filesUnder(root), before, 'nothing is left')
   t.same((await repository.listArchives()).map((entry) => entry.metadataPath), archives, 'no archive listed but the ones before')
 })
 
