@@ -35,10 +35,10 @@ function after(buffers: readonly Buffer[], bytes: number): Buffer[] {
  * (each 1 MiB chunk goes out with the 1.5 KiB of tar header and `.xxhash`
  * member before it): in a job, gathered, they cost this thread 1.7 s of
  * system CPU per GiB against 0.3 (one run; a file written alone either way
- * costs the same 0.26). Likely, not proven: written at once, a chunk is
- * copied from the core's cache its hashing just filled; gathered, its tail
- * waited for the next chunk's hashing (bench/RESULTS.md, 2026-11-27,
- * wip/s39-backup).
+ * costs the same 0.26). Not proven either way: written at once, a chunk is
+ * copied from the core's cache its hashing just filled; or that one run's
+ * pages came from the free memory, which on this VM costs a writer 1.4-3.0 s
+ * per GiB (bench/RESULTS.md, 2026-11-27, wip/s39-backup and 18:07 UTC).
  *
  * As backups/chunk-writer.ts, the file's datasync starts every `syncEvery`
  * bytes while the writes go on (libuv's thread mostly waits on the disk

@@ -18,8 +18,10 @@ export interface ChunkWriteOptions {
  * 1 MiB, and not more: on this machine's kernel (6.18, ext4) a 2 MiB write
  * into the page cache cost about twice the system CPU of the same bytes in
  * two 1 MiB writes (1 GiB copied by each of two streams: 2.9-5.6 s against
- * 0.9-3.9 s, most runs under 2.2 s; bench/RESULTS.md). A VHD's 512-byte
- * bitmaps go out with the block that follows them, not on their own.
+ * 0.9-3.9 s, most runs under 2.2 s; bench/RESULTS.md; runs this wide may
+ * also be this VM's pages from free memory, 1.4-3.0 s per GiB to their
+ * writer). A VHD's 512-byte bitmaps go out with the block that follows
+ * them, not on their own.
  */
 const WRITE_BYTES = 1024 * 1024
 
