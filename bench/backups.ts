@@ -206,14 +206,15 @@ export async function backupsBench(options: BackupsBenchOptions): Promise<string
       // The lab's disks copied (synced) before the jobs, and the copy kept until the end, so that the page cache fills
       // the memory: the job and the `cp` after it then both take their pages back from the page cache. On this
       // machine (a VM whose host takes back memory the guest has left free; bench/RESULTS.md, 2026-11-27 18:07 UTC) a
-      // page from the free memory costs its writer 1.4-3.0 s of system CPU per GiB against 0.3-0.9 for one taken
+      // page from the free memory costs its writer 1.4-3.0 s of system CPU per GiB against 0.6-0.9 for one taken
       // back from the cache: the job, run first into free memory, paid it and the `cp` after it did not.
       const disks = join(work, 'data', 'srs')
       const filled = await copy(disks, join(work, 'page-cache'), false)
+      const diskBytes = bytesUnder(disks)
       rows.push({
         name: "cp of the lab's disks before the jobs, into free memory (the copy kept, so that the job and the cp after it take their pages from the page cache)",
         keel: '',
-        baseline: `cp: ${rate(bytesUnder(disks), filled.seconds)}, ${(filled.cpu.system / (bytesUnder(disks) / (1024 * MiB))).toFixed(2)} s of system CPU per GiB; then free memory ${mib(freeMemory())}`,
+        baseline: `cp: ${rate(diskBytes, filled.seconds)}, ${(filled.cpu.system / (diskBytes / (1024 * MiB))).toFixed(2)} s of system CPU per GiB; then free memory ${mib(freeMemory())}`,
       })
 
       const full = await job('full')
