@@ -1,5 +1,10 @@
 import { fdatasync, writevSync } from 'node:fs'
+import { promisify } from 'node:util'
+import { BackgroundSync } from '../src/backups/background-sync.js'
 import type { XvaFile } from '../src/disks/xva.js'
+import { piecesAfter } from '../src/formats/vhd/random-access.js'
+
+const datasync = promisify(fdatasync)
 
 /**
  * Bytes gathered per write: 1 MiB, as backups/chunk-writer.ts's writes (a 2
@@ -7,20 +12,6 @@ import type { XvaFile } from '../src/disks/xva.js'
  * this machine's kernel).
  */
 export const FILE_WRITE_BYTES = 1024 * 1024
-
-/** `buffers` without their first `bytes`. */
-function after(buffers: readonly Buffer[], bytes: number): Buffer[] {
-  const rest: Buffer[] = []
-  let skip = bytes
-  for (const buffer of buffers) {
-    if (skip >= buffer.length) skip -= buffer.length
-    else {
-      rest.push(skip === 0 ? buffer : buffer.subarray(skip))
-      skip = 0
-    }
-  }
-  return rest
-}
 
 /**
  * An archive written into a file by the worker encoding it, with positional
@@ -40,27 +31,24 @@ function after(buffers: readonly Buffer[], bytes: number): Buffer[] {
  * pages came from the free memory, which on this VM costs a writer 1.4-3.0 s
  * per GiB (bench/RESULTS.md, 2026-11-27, wip/s39-backup and 18:07 UTC).
  *
- * As backups/chunk-writer.ts, the file's datasync starts every `syncEvery`
- * bytes while the writes go on (libuv's thread mostly waits on the disk
- * there), one at a time; a failed sync fails the archive, since a later sync
- * may no longer report the pages it lost. The file's last sync, its name and
- * its folder's sync stay with the main thread.
+ * As in backups/chunk-writer.ts, the file's datasync starts every
+ * `syncEvery` bytes while the writes go on (backups/background-sync.ts;
+ * libuv's thread mostly waits on the disk there), and a failed sync fails
+ * the archive. The file's last sync, its name and its folder's sync stay
+ * with the main thread.
  */
 export class FileOutput {
   readonly #fd: number
-  readonly #syncEvery: number
+  readonly #sync: BackgroundSync
   #pending: Buffer[] = []
   #pendingBytes = 0
   #written: Array<() => void> = []
   #position = 0
-  #syncedTo = 0
-  #syncing: Promise<void> | undefined
-  #syncFailure: { readonly error: unknown } | undefined
   #closed = false
 
   constructor({ fd, syncEvery }: XvaFile) {
     this.#fd = fd
-    this.#syncEvery = syncEvery
+    this.#sync = new BackgroundSync(() => datasync(fd), syncEvery)
   }
 
   /** Bytes added and not written yet. */
@@ -79,8 +67,8 @@ export class FileOutput {
   /** Writes everything added, at the file's end; throws a write's error, or a background sync's. */
   write(): void {
     if (this.#closed) throw new Error('the archive file was given back')
-    if (this.#syncFailure !== undefined) throw this.#syncFailure.error
-    let buffers = this.#pending
+    this.#sync.check()
+    let buffers: readonly Buffer[] = this.#pending
     let left = this.#pendingBytes
     this.#pending = []
     this.#pendingBytes = 0
@@ -88,37 +76,25 @@ export class FileOutput {
       const wrote = writevSync(this.#fd, buffers, this.#position)
       this.#position += wrote
       left -= wrote
-      if (left > 0) buffers = after(buffers, wrote)
+      if (left > 0) buffers = piecesAfter(buffers, wrote)
     }
     const written = this.#written
     this.#written = []
     for (const done of written) done()
-    this.#startSync()
-  }
-
-  #startSync(): void {
-    if (this.#syncing !== undefined || this.#position - this.#syncedTo < this.#syncEvery) return
-    this.#syncedTo = this.#position
-    this.#syncing = new Promise((resolve) =>
-      fdatasync(this.#fd, (error) => {
-        if (error !== null) this.#syncFailure ??= { error }
-        this.#syncing = undefined
-        resolve()
-      }),
-    )
+    this.#sync.written(this.#position)
   }
 
   /** Writes what is left and waits for the background sync: the archive's size, or the first error. */
   async finish(): Promise<number> {
     this.write()
-    await this.#syncing
-    if (this.#syncFailure !== undefined) throw this.#syncFailure.error
+    await this.#sync.idle()
+    this.#sync.check()
     return this.#position
   }
 
   /** No write after this; settles once no sync of the file runs, when the main thread may close it. */
   async close(): Promise<void> {
     this.#closed = true
-    await this.#syncing
+    await this.#sync.idle()
   }
 }

@@ -25,7 +25,6 @@ export interface XvaOpen {
   readonly file?: XvaFile
 }
 
-
 /** The protocol between workers/pool.ts (main thread) and workers/pipeline-worker.ts. */
 export type ToWorker =
   | { readonly type: 'open'; readonly id: number; readonly name: string }

@@ -1,6 +1,7 @@
 import type { FileHandle } from 'node:fs/promises'
 import { giveBack } from '../formats/lending.js'
 import { fileHandleAccess } from '../formats/vhd/random-access.js'
+import { BackgroundSync } from './background-sync.js'
 
 export interface ChunkWriteOptions {
   /** bytes per positional write: small chunks are gathered, larger ones split */
@@ -37,9 +38,8 @@ const WRITE_BYTES = 1024 * 1024
  * With `syncEvery`, the kernel writes the file back while the work goes on:
  * an archive under the page cache's background threshold (10 % of the
  * available memory here) was otherwise written back only by the final sync,
- * its slot of the job idle meanwhile. At most one sync runs at a time; one
- * that fails fails the write, since a later sync of the same file may no
- * longer report the pages it lost.
+ * its slot of the job idle meanwhile. A failed sync fails the write
+ * (backups/background-sync.ts).
  */
 export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer>, { writeBytes = WRITE_BYTES, each, syncEvery }: ChunkWriteOptions = {}): Promise<number> {
   const access = fileHandleAccess(file)
@@ -47,35 +47,16 @@ export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer
   let position = 0
   let batch: Buffer[] = []
   let batched = 0
-  let syncing: Promise<void> | undefined
-  let syncedTo = 0
-  let syncFailure: { readonly error: unknown } | undefined
-  const throwSyncFailure = (): void => {
-    if (syncFailure !== undefined) throw syncFailure.error
-  }
-  /** Once the bytes up to `end` are written: a sync of them, unless one runs or too few are new. */
-  const written = (end: number): void => {
-    if (syncEvery === undefined || syncing !== undefined || end - syncedTo < syncEvery) return
-    syncedTo = end
-    syncing = file.datasync().then(
-      () => {
-        syncing = undefined
-      },
-      (error: unknown) => {
-        syncFailure ??= { error }
-        syncing = undefined
-      },
-    )
-  }
+  const sync = syncEvery === undefined ? undefined : new BackgroundSync(() => file.datasync(), syncEvery)
   /** Starts writing the batch once the last write is done; `done` are the chunks it ends, given back once it is. */
   const flush = async (done: readonly Buffer[]): Promise<void> => {
     await running
-    throwSyncFailure()
+    sync?.check()
     const pieces = batch
     const end = position + batched
     running = access.write(position, pieces).then(() => {
       for (const chunk of done) giveBack(chunk)
-      written(end)
+      sync?.written(end)
     })
     // Awaited by the next flush or at the end; marked handled so a failure meanwhile is not reported as unhandled.
     running.catch(() => undefined)
@@ -102,11 +83,11 @@ export async function writeChunks(file: FileHandle, chunks: AsyncIterable<Buffer
     }
     if (batched > 0) await flush(ending)
     await running
-    await syncing
-    throwSyncFailure()
+    await sync?.idle()
+    sync?.check()
     return position
   } finally {
     await running.catch(() => undefined)
-    await syncing
+    await sync?.idle()
   }
 }

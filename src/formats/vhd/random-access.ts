@@ -16,7 +16,7 @@ export interface RandomAccess {
 }
 
 /** What is left of `pieces` once their first `written` bytes are written. */
-function after(pieces: readonly Buffer[], written: number): readonly Buffer[] {
+export function piecesAfter(pieces: readonly Buffer[], written: number): readonly Buffer[] {
   let skip = written
   let first = 0
   while (first < pieces.length && skip >= (pieces[first] as Buffer).length) skip -= (pieces[first++] as Buffer).length
@@ -46,7 +46,7 @@ export function fileHandleAccess(handle: FileHandle): RandomAccess {
       while (pieces.length > 0) {
         const { bytesWritten } = await handle.writev(pieces, at)
         at += bytesWritten
-        pieces = after(pieces, bytesWritten)
+        pieces = piecesAfter(pieces, bytesWritten)
       }
     },
     async size() {
